@@ -1,0 +1,111 @@
+// Package testhost gives tests real hosts: network namespaces running a real
+// sshd, and the guards that tests touching the machine need (root, tools, a
+// machine-wide lock for kernel tuning).
+package testhost
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// RequireEnv is the variable that turns every "cannot run here" skip into a
+// failure. .ci/run sets it, so CI never passes by skipping real tests.
+const RequireEnv = "PGBENCH_REQUIRE_REAL_HOSTS"
+
+// Required reports whether skips of real-host tests are forbidden.
+func Required() bool { return os.Getenv(RequireEnv) == "1" }
+
+// Skip skips the test with a loud reason, or fails it when RequireEnv is set.
+func Skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("REQUIRED TEST CANNOT RUN (%s=1): %s", RequireEnv, msg)
+	}
+	t.Skipf("SKIPPED, NOT TESTED: %s (set %s=1 to make this a failure)", msg, RequireEnv)
+}
+
+// RequireRoot skips (or fails, see Skip) unless the test runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, "needs root (network namespaces, sysctls, huge pages)")
+	}
+}
+
+// RequireCommand returns the absolute path of a program, looked up in PATH
+// and then in the given extra directories; it skips (or fails) when the
+// program is not installed.
+func RequireCommand(t testing.TB, name string, extraDirs ...string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range extraDirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	Skip(t, "needs %s, which is not installed (see .ci/run for the packages)", name)
+	return ""
+}
+
+// KernelLockPath is the file whose flock serializes every test, in any
+// package, that changes machine-wide kernel state (sysctls, huge pages,
+// tuning knobs). go test runs packages in parallel processes, so an
+// in-process mutex is not enough.
+const KernelLockPath = "/run/pgbench-test-kernel.lock"
+
+// LockKernel takes the machine-wide kernel lock for the rest of the test and
+// releases it in t.Cleanup. Tests that take it must not call t.Parallel.
+func LockKernel(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(KernelLockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		Skip(t, "cannot open kernel lock %s: %v", KernelLockPath, err)
+		return
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("lock %s: %v", KernelLockPath, err)
+	}
+	t.Cleanup(func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
+}
+
+// SaveSysctl reads the current value of a /proc/sys file (name given as
+// "vm/nr_hugepages" or "vm.nr_hugepages") and restores it in t.Cleanup.
+// Call LockKernel first.
+func SaveSysctl(t testing.TB, name string) string {
+	t.Helper()
+	p := SysctlPath(name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("save sysctl %s: %v", name, err)
+	}
+	prev := string(b)
+	t.Cleanup(func() {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Errorf("restore sysctl %s to %q: %v", name, prev, err)
+		}
+	})
+	return prev
+}
+
+// SysctlPath maps "vm.nr_hugepages" or "vm/nr_hugepages" to its /proc/sys path.
+func SysctlPath(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if c == '.' {
+			b[i] = '/'
+		}
+	}
+	return filepath.Join("/proc/sys", string(b))
+}

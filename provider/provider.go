@@ -1,0 +1,195 @@
+// Package provider implements the pgbench Terraform provider.
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
+)
+
+var _ provider.Provider = (*pgbenchProvider)(nil)
+
+// New returns a constructor for the provider at the given version.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &pgbenchProvider{version: version} }
+}
+
+type pgbenchProvider struct {
+	version string
+}
+
+// providerData reaches every resource and data source through Configure.
+// Tests replace its fields (clock, AWS endpoint, runner source).
+type providerData struct {
+	version string
+	aws     awsConfig
+	runner  runnerSource
+	now     func() time.Time
+}
+
+// awsConfig is the provider's aws block, used by EC2 hosts.
+type awsConfig struct {
+	Region                 string
+	Profile                string
+	Endpoint               string
+	SharedConfigFiles      []string
+	SharedCredentialsFiles []string
+}
+
+// runnerSource yields the pgbench-runner binary to upload to a host of the
+// given Go architecture.
+type runnerSource interface {
+	Binary(goarch string) ([]byte, error)
+	Describe() string
+}
+
+type embeddedRunner struct{}
+
+func (embeddedRunner) Binary(goarch string) ([]byte, error) { return runnerbin.Binary(goarch) }
+func (embeddedRunner) Describe() string                     { return "embedded" }
+
+// fileRunner uploads one user-built runner to every host, whatever its
+// architecture: the user chose it.
+type fileRunner struct{ path string }
+
+func (f fileRunner) Binary(string) ([]byte, error) {
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		return nil, fmt.Errorf("read runner binary: %w", err)
+	}
+	return b, nil
+}
+func (f fileRunner) Describe() string { return f.path }
+
+func (p *pgbenchProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "pgbench"
+	resp.Version = p.version
+}
+
+func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Provision and tune benchmark hosts, reserve huge pages, build PostgreSQL " +
+			"and run A/B pgbench campaigns whose results come back as attributes.",
+		Blocks: map[string]schema.Block{
+			"aws": schema.SingleNestedBlock{
+				MarkdownDescription: "AWS settings for `pgbench_host` resources with an `ec2` block. " +
+					"Credentials come from the usual AWS chain (environment, shared files, profile).",
+				Attributes: map[string]schema.Attribute{
+					"region": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Default region for EC2 hosts, e.g. `us-east-2`. Falls back to `AWS_REGION`.",
+					},
+					"profile": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Named profile from the shared AWS config files.",
+					},
+					"endpoint": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Override of the EC2 API endpoint URL (for a VPC endpoint or a test server).",
+					},
+					"shared_config_files": schema.ListAttribute{
+						ElementType:         types.StringType,
+						Optional:            true,
+						MarkdownDescription: "Paths of shared AWS config files, instead of `~/.aws/config`.",
+					},
+					"shared_credentials_files": schema.ListAttribute{
+						ElementType:         types.StringType,
+						Optional:            true,
+						MarkdownDescription: "Paths of shared AWS credentials files, instead of `~/.aws/credentials`.",
+					},
+				},
+			},
+			"runner": schema.SingleNestedBlock{
+				MarkdownDescription: "Which `pgbench-runner` binary is uploaded to hosts. " +
+					"By default the provider uploads the runner embedded in it for the host's architecture.",
+				Attributes: map[string]schema.Attribute{
+					"path": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Path of a `pgbench-runner` binary (e.g. from `make runner`) to upload instead of " +
+							"the embedded one. It is uploaded to every host as it is, whatever the host's architecture.",
+					},
+				},
+			},
+		},
+	}
+}
+
+type providerModel struct {
+	AWS    *awsModel    `tfsdk:"aws"`
+	Runner *runnerModel `tfsdk:"runner"`
+}
+
+type awsModel struct {
+	Region                 types.String `tfsdk:"region"`
+	Profile                types.String `tfsdk:"profile"`
+	Endpoint               types.String `tfsdk:"endpoint"`
+	SharedConfigFiles      types.List   `tfsdk:"shared_config_files"`
+	SharedCredentialsFiles types.List   `tfsdk:"shared_credentials_files"`
+}
+
+type runnerModel struct {
+	Path types.String `tfsdk:"path"`
+}
+
+func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data := &providerData{version: p.version, runner: embeddedRunner{}, now: time.Now}
+
+	if cfg.AWS != nil {
+		data.aws.Region = cfg.AWS.Region.ValueString()
+		data.aws.Profile = cfg.AWS.Profile.ValueString()
+		data.aws.Endpoint = cfg.AWS.Endpoint.ValueString()
+		resp.Diagnostics.Append(cfg.AWS.SharedConfigFiles.ElementsAs(ctx, &data.aws.SharedConfigFiles, false)...)
+		resp.Diagnostics.Append(cfg.AWS.SharedCredentialsFiles.ElementsAs(ctx, &data.aws.SharedCredentialsFiles, false)...)
+	}
+	if cfg.Runner != nil && !cfg.Runner.Path.IsNull() {
+		p := cfg.Runner.Path.ValueString()
+		if cfg.Runner.Path.IsUnknown() {
+			// Known only at apply time; the resources read it then.
+		} else if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			detail := fmt.Sprintf("runner.path is %q, which is not a readable regular file", p)
+			if err != nil {
+				detail += fmt.Sprintf(" (%v)", err)
+			}
+			resp.Diagnostics.AddAttributeError(path.Root("runner").AtName("path"), "Runner Binary Not Found",
+				detail+". Build one with `make runner` and point runner.path at it, or remove the runner block to use the embedded runner.")
+		} else {
+			data.runner = fileRunner{path: p}
+		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+}
+
+func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{NewRunnerDataSource}
+}
+
+// sha256Hex is the lowercase hex sha256 of b.
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func runCapture(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunDispatch(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{"no args prints usage", nil, exitUsage, "Subcommands:", ""},
+		{"help", []string{"--help"}, exitOK, "Exit codes:", ""},
+		{"unknown subcommand", []string{"frobnicate"}, exitUsage, "", `unknown subcommand "frobnicate"`},
+		{"version text", []string{"version"}, exitOK, "pgbench-runner " + version, ""},
+		{"version flag", []string{"--version"}, exitOK, runtime.GOARCH, ""},
+		{"bad flag", []string{"version", "--nope"}, exitUsage, "", "unknown flag: --nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCapture(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.wantCode, errs)
+			}
+			if !strings.Contains(out, tt.wantOut) {
+				t.Errorf("stdout = %q, want it to contain %q", out, tt.wantOut)
+			}
+			if !strings.Contains(errs, tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", errs, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestVersionJSON(t *testing.T) {
+	code, out, _ := runCapture(t, "version", "--json")
+	if code != exitOK {
+		t.Fatalf("exit code = %d, want 0", code)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	if v.Version != version || v.OS != runtime.GOOS || v.Arch != runtime.GOARCH {
+		t.Errorf("version --json = %+v, want version %s on %s/%s", v, version, runtime.GOOS, runtime.GOARCH)
+	}
+}
+
+// With --json a failure is still one JSON document on stdout, carrying the
+// message and its kind, and the exit code says which kind.
+func TestJSONErrorDocument(t *testing.T) {
+	code, out, _ := runCapture(t, "version", "--json", "extra")
+	if code != exitUsage {
+		t.Fatalf("exit code = %d, want %d", code, exitUsage)
+	}
+	var doc errorDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not a JSON error document: %v\n%s", err, out)
+	}
+	if doc.Error.Kind != "usage" || !strings.Contains(doc.Error.Message, `"extra"`) {
+		t.Errorf("error document = %+v, want kind usage naming \"extra\"", doc.Error)
+	}
+}
+
+func TestEveryCommandHasJSONAndHelp(t *testing.T) {
+	for name := range commands {
+		t.Run(name, func(t *testing.T) {
+			code, _, _ := runCapture(t, name, "--help")
+			if code != exitOK {
+				t.Errorf("%s --help exit code = %d, want 0", name, code)
+			}
+		})
+	}
+}
