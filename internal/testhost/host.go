@@ -1,0 +1,297 @@
+package testhost
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Host is a real host for tests: a network namespace reachable from the
+// test over a veth pair, running its own sshd. It shares the filesystem and
+// the PID namespace with the test.
+type Host struct {
+	Addr               string // the namespace side of the veth, 10.200.N.2
+	HostAddr           string // the test machine's side, 10.200.N.1
+	Port               int
+	User               string
+	ClientKeyPEM       []byte // OpenSSH-format private key accepted by sshd
+	HostKeyLine        string // authorized_keys-format host public key
+	HostKeyFingerprint string // "SHA256:..."
+	Namespace          string
+	Dir                string // temp dir with the keys, config and sshd log
+
+	logPath string
+}
+
+type options struct{ sshd bool }
+
+// Option changes what New sets up.
+type Option func(*options)
+
+// WithoutSSHD creates the namespace and its address but starts no sshd, so
+// connections to it are refused: a host that is not reachable (yet).
+func WithoutSSHD() Option { return func(o *options) { o.sshd = false } }
+
+const (
+	sshdPath = "/usr/sbin/sshd"
+	// allocLock serializes picking a subnet number across test processes
+	// (go test runs packages in parallel).
+	allocLock = "/run/pgbench-testhost.lock"
+)
+
+// New creates a test host and tears it down in t.Cleanup. It skips (or
+// fails, see Skip) without root, ip or sshd.
+func New(t testing.TB, opts ...Option) *Host {
+	t.Helper()
+	o := options{sshd: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	RequireRoot(t)
+	ipPath := RequireCommand(t, "ip", "/usr/sbin", "/sbin")
+	if o.sshd {
+		if _, err := os.Stat(sshdPath); err != nil {
+			Skip(t, "needs %s (Debian package openssh-server)", sshdPath)
+		}
+	}
+
+	n, err := allocate(ipPath)
+	if err != nil {
+		t.Fatalf("create test host namespace: %v", err)
+	}
+	h := &Host{
+		Addr:      fmt.Sprintf("10.200.%d.2", n),
+		HostAddr:  fmt.Sprintf("10.200.%d.1", n),
+		Port:      22,
+		User:      "root",
+		Namespace: fmt.Sprintf("pgbt-%d", n),
+		Dir:       t.TempDir(),
+	}
+	hostVeth, nsVeth := fmt.Sprintf("pgbt%dh", n), fmt.Sprintf("pgbt%dn", n)
+	t.Cleanup(func() {
+		// Processes still in the namespace (sshd sessions) would keep it
+		// alive; kill them before deleting it.
+		if out, err := exec.Command(ipPath, "netns", "pids", h.Namespace).Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		exec.Command(ipPath, "link", "del", hostVeth).Run()
+		if out, err := exec.Command(ipPath, "netns", "del", h.Namespace).CombinedOutput(); err != nil {
+			t.Errorf("delete namespace %s: %v: %s", h.Namespace, err, out)
+		}
+	})
+	steps := [][]string{
+		{"link", "add", hostVeth, "type", "veth", "peer", "name", nsVeth},
+		{"link", "set", nsVeth, "netns", h.Namespace},
+		{"addr", "add", h.HostAddr + "/24", "dev", hostVeth},
+		{"link", "set", hostVeth, "up"},
+		{"-n", h.Namespace, "addr", "add", h.Addr + "/24", "dev", nsVeth},
+		{"-n", h.Namespace, "link", "set", nsVeth, "up"},
+		{"-n", h.Namespace, "link", "set", "lo", "up"},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(ipPath, s...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	if o.sshd {
+		h.startSSHD(t, ipPath)
+	}
+	return h
+}
+
+// allocate picks the lowest free N and creates namespace pgbt-N. The
+// namespace file under /run/netns is the claim; the flock only keeps two
+// processes from racing for the same N.
+func allocate(ipPath string) (int, error) {
+	f, err := os.OpenFile(allocLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", allocLock, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("lock %s: %w", allocLock, err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	for n := 1; n < 255; n++ {
+		ns := fmt.Sprintf("pgbt-%d", n)
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+			continue
+		}
+		// A leftover veth from a crashed run would make this N unusable.
+		if _, err := net.InterfaceByName(fmt.Sprintf("pgbt%dh", n)); err == nil {
+			continue
+		}
+		out, err := exec.Command(ipPath, "netns", "add", ns).CombinedOutput()
+		if err == nil {
+			return n, nil
+		}
+		if !bytes.Contains(out, []byte("exists")) {
+			return 0, fmt.Errorf("ip netns add %s: %v: %s", ns, err, out)
+		}
+	}
+	return 0, fmt.Errorf("no free 10.200.N.0/24 subnet for a test host (stale pgbt-* namespaces? see ip netns list)")
+}
+
+func (h *Host) startSSHD(t testing.TB, ipPath string) {
+	t.Helper()
+	hostPub, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("generate host key: %v", err)
+	}
+	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("generate client key: %v", err)
+	}
+	hostKeyPEM := marshalKey(t, hostPriv)
+	h.ClientKeyPEM = marshalKey(t, clientPriv)
+	hpk, _ := ssh.NewPublicKey(hostPub)
+	cpk, _ := ssh.NewPublicKey(clientPub)
+	h.HostKeyLine = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hpk)))
+	h.HostKeyFingerprint = ssh.FingerprintSHA256(hpk)
+
+	hostKeyFile := filepath.Join(h.Dir, "ssh_host_ed25519_key")
+	authKeys := filepath.Join(h.Dir, "authorized_keys")
+	cfgFile := filepath.Join(h.Dir, "sshd_config")
+	write(t, hostKeyFile, hostKeyPEM, 0o600)
+	write(t, authKeys, ssh.MarshalAuthorizedKey(cpk), 0o600)
+	cfg := fmt.Sprintf(`ListenAddress %s
+ListenAddress 127.0.0.1
+Port %d
+HostKey %s
+AuthorizedKeysFile %s
+PidFile %s
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+AllowTcpForwarding yes
+MaxSessions 100
+MaxStartups 100
+LogLevel VERBOSE
+Subsystem sftp internal-sftp
+`, h.Addr, h.Port, hostKeyFile, authKeys, filepath.Join(h.Dir, "sshd.pid"))
+	write(t, cfgFile, []byte(cfg), 0o600)
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatalf("create /run/sshd: %v", err)
+	}
+
+	// The log goes to a file, not a pipe: session processes inherit it, and
+	// a pipe held open by them would make Wait hang.
+	logf, err := os.Create(filepath.Join(h.Dir, "sshd.log"))
+	if err != nil {
+		t.Fatalf("create sshd log: %v", err)
+	}
+	defer logf.Close()
+	h.logPath = logf.Name()
+	cmd := exec.Command(ipPath, "netns", "exec", h.Namespace, sshdPath, "-D", "-e", "-f", cfgFile)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sshd in %s: %v", h.Namespace, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("sshd log of %s:\n%s", h.Namespace, h.SSHDLog())
+		}
+	})
+
+	addr := net.JoinHostPort(h.Addr, strconv.Itoa(h.Port))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("sshd in %s exited at start:\n%s", h.Namespace, h.SSHDLog())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd in %s does not accept connections on %s: %v\n%s", h.Namespace, addr, err, h.SSHDLog())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// SSHDLog returns what sshd logged so far (LogLevel VERBOSE).
+func (h *Host) SSHDLog() string {
+	b, _ := os.ReadFile(h.logPath)
+	return string(b)
+}
+
+// Exec runs args inside the host's network namespace and returns the
+// combined output; it fails the test when the command fails.
+func (h *Host) Exec(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.Namespace}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("in %s: %s: %v: %s", h.Namespace, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Pids lists the processes running in the host's network namespace (the
+// sshd and its sessions and their children).
+func (h *Host) Pids(t testing.TB) []int {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "pids", h.Namespace).Output()
+	if err != nil {
+		t.Fatalf("ip netns pids %s: %v", h.Namespace, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
+
+func marshalKey(t testing.TB, k ed25519.PrivateKey) []byte {
+	t.Helper()
+	b, err := ssh.MarshalPrivateKey(k, "")
+	if err != nil {
+		t.Fatalf("marshal key: %v", err)
+	}
+	return pem.EncodeToMemory(b)
+}
+
+func write(t testing.TB, p string, b []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(p, b, mode); err != nil {
+		t.Fatalf("write %s: %v", p, err)
+	}
+}
