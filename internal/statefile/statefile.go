@@ -1,0 +1,38 @@
+// Package statefile reads and writes the small JSON records in which runner
+// subcommands keep what they changed on a host, so a later call can undo it.
+package statefile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Write stores v as indented JSON at path, atomically: a crash leaves either
+// the old record or the new one, never half of one.
+func Write(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write state %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write state %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write state %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read decodes the record at path into v.
+func Read(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read state %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parse state %s: %w", path, err)
+	}
+	return nil
+}

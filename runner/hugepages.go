@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+)
+
+type hugepagesCmd struct{}
+
+func init() { register(hugepagesCmd{}) }
+
+func (hugepagesCmd) Name() string { return "hugepages" }
+func (hugepagesCmd) Synopsis() string {
+	return "plan|reserve|release|status the huge-page pool (reserve verifies and rolls back a shortfall)"
+}
+
+func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
+	action := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		action, args = args[0], args[1:]
+	}
+	var o output
+	fs := newFlagSet(c.Name()+" "+orDefault(action, "plan|reserve|release|status"), c.Synopsis(), &o)
+	pages := fs.Int64("pages", 0, "number of huge pages (plan, reserve)")
+	fraction := fs.Float64("memory-fraction", 0, "plan: size the pool to this fraction of memory (the seed uses 0.25)")
+	forPG := fs.String("for-postgres", "", "plan: PostgreSQL bin dir to ask for its shared memory segment size")
+	sets := fs.StringArray("set", nil, "plan --for-postgres: a setting k=v (repeatable), e.g. shared_buffers=32GB")
+	pageSize := fs.String("page-size", "2MB", "huge page size: 2MB or 1GB")
+	node := fs.Int("node", -1, "reserve on this NUMA node only")
+	state := fs.String("state", "", "state file recording what reserve changed (reserve, release)")
+	persist := fs.Bool("persist", false, "reserve: also write vm.nr_hugepages to /etc/sysctl.d so the pool is reserved at boot")
+	overcommit := fs.Bool("overcommit", false, "reserve: set vm.overcommit_memory=2 with --overcommit-ratio of the memory left outside the pool")
+	ratio := fs.Int("overcommit-ratio", 90, "reserve --overcommit: vm.overcommit_ratio (percent of memory outside the pool)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
+	}
+	size, err := hugepages.ParsePageSize(*pageSize)
+	if err != nil {
+		return o.emit(nil, usagef("--page-size: %v", err), nil)
+	}
+	k := hugepages.Kernel{}
+	switch action {
+	case "plan":
+		p, err := c.plan(ctx, *pages, *fraction, *forPG, *sets, size)
+		return o.emit(p, err, func(w io.Writer) {
+			fmt.Fprintf(w, "%d pages of %s = %s (%.1f%% of memory), %s left outside the pool\n",
+				p.Pages, hugepages.SizeName(p.PageSizeBytes), sizeString(p.Bytes), p.MemoryFractionOfTotal*100, sizeString(p.RemainingBytes))
+			if p.SharedMemorySizeBytes > 0 {
+				fmt.Fprintf(w, "PostgreSQL shared memory segment: %s\n", sizeString(p.SharedMemorySizeBytes))
+			}
+		})
+	case "reserve":
+		if !fs.Changed("pages") || *pages < 0 {
+			return o.emit(nil, usagef("reserve needs --pages N"), nil)
+		}
+		if *state == "" {
+			return o.emit(nil, usagef("reserve needs --state FILE so release can undo it"), nil)
+		}
+		opts := hugepages.ReserveOptions{Pages: *pages, PageSize: size, Node: *node, StateFile: *state, Persist: *persist}
+		if *overcommit {
+			if *ratio < 1 || *ratio > 100 {
+				return o.emit(nil, usagef("--overcommit-ratio %d: want 1..100", *ratio), nil)
+			}
+			opts.OvercommitRatio = *ratio
+		}
+		r, err := k.Reserve(opts)
+		return o.emit(r, err, func(w io.Writer) {
+			fmt.Fprintf(w, "huge pages of %s: requested %d, total %d, free %d (was %d)\n", hugepages.SizeName(size), r.Requested, r.Total, r.Free, r.Previous)
+		})
+	case "release":
+		if *state == "" {
+			return o.emit(nil, usagef("release needs --state FILE"), nil)
+		}
+		r, err := k.Release(*state)
+		return o.emit(r, err, func(w io.Writer) {
+			fmt.Fprintf(w, "huge pages of %s: back to %d (was %d)\n", hugepages.SizeName(r.PageSizeBytes), r.Total, r.Previous)
+		})
+	case "status":
+		pools, err := k.Status()
+		if err != nil {
+			return o.emit(nil, fmt.Errorf("read huge page pools: %w", err), nil)
+		}
+		nodes, err := sysinfo.ReadNodes("/")
+		st := status{Pools: pools, Nodes: []nodePools{}}
+		for _, n := range nodes {
+			st.Nodes = append(st.Nodes, nodePools{ID: n.ID, Pools: n.HugePages})
+		}
+		return o.emit(st, err, func(w io.Writer) {
+			for _, p := range pools {
+				fmt.Fprintf(w, "%s: total %d, free %d, reserved %d, surplus %d\n", hugepages.SizeName(p.SizeBytes), p.Total, p.Free, p.Reserved, p.Surplus)
+			}
+			for _, n := range st.Nodes {
+				for _, p := range n.Pools {
+					fmt.Fprintf(w, "node %d %s: total %d, free %d\n", n.ID, hugepages.SizeName(p.SizeBytes), p.Total, p.Free)
+				}
+			}
+		})
+	case "":
+		return o.emit(nil, usagef("hugepages needs an action: plan, reserve, release or status"), nil)
+	default:
+		return o.emit(nil, usagef("unknown hugepages action %q: want plan, reserve, release or status", action), nil)
+	}
+}
+
+// status is the JSON of `pgbench-runner hugepages status --json`.
+type status struct {
+	Pools []sysinfo.HugePool `json:"hugepages"`
+	Nodes []nodePools        `json:"numa_nodes"`
+}
+
+type nodePools struct {
+	ID    int                `json:"id"`
+	Pools []sysinfo.HugePool `json:"hugepages"`
+}
+
+func (hugepagesCmd) plan(ctx context.Context, pages int64, fraction float64, forPG string, sets []string, size int64) (hugepages.Plan, error) {
+	n := 0
+	for _, set := range []bool{pages > 0, fraction > 0, forPG != ""} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return hugepages.Plan{}, usagef("plan needs exactly one of --pages N, --memory-fraction F, --for-postgres BIN_DIR")
+	}
+	if len(sets) > 0 && forPG == "" {
+		return hugepages.Plan{}, usagef("--set only applies with --for-postgres")
+	}
+	mem, err := sysinfo.ParseMeminfo("/proc/meminfo")
+	if err != nil {
+		return hugepages.Plan{}, err
+	}
+	total := mem["MemTotal"]
+	switch {
+	case pages > 0:
+		return hugepages.PlanPages(pages, size, total), nil
+	case fraction > 0:
+		p, err := hugepages.PlanFraction(fraction, size, total)
+		if err != nil {
+			return p, usagef("--memory-fraction: %v", err)
+		}
+		return p, nil
+	}
+	settings := map[string]string{"huge_page_size": fmt.Sprintf("%dkB", size>>10)}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return hugepages.Plan{}, usagef("--set %q: want name=value", s)
+		}
+		settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	c, cleanup, err := pgctl.Scratch(ctx, forPG, settings)
+	if err != nil {
+		return hugepages.Plan{}, fmt.Errorf("plan for PostgreSQL in %s: %w", forPG, err)
+	}
+	defer cleanup()
+	sm, err := c.SharedMemorySize(ctx)
+	if err != nil {
+		return hugepages.Plan{}, fmt.Errorf("plan for PostgreSQL in %s: %w", forPG, err)
+	}
+	p := hugepages.PlanBytes(sm.Bytes, size, total)
+	if sm.HugePages > 0 && sm.HugePages != p.Pages {
+		// Trust the server's own count: it is what it will map.
+		p = hugepages.PlanPages(sm.HugePages, size, total)
+		p.SharedMemorySizeBytes = sm.Bytes
+	}
+	return p, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
