@@ -393,3 +393,35 @@ func TestSSHSudoPrefix(t *testing.T) {
 		t.Fatalf("remoteCommand = %q, want %q", got, want)
 	}
 }
+
+// TestSSHBastionSecondHost reaches a host that the test machine has no route
+// to, through a second host that does: the jump-host setup of a private
+// benchmark instance.
+func TestSSHBastionSecondHost(t *testing.T) {
+	t.Parallel()
+	bastion := testhost.New(t)
+	target := testhost.New(t, testhost.Behind(bastion))
+
+	direct := SSHConfig{Host: target.Addr, PrivateKey: target.ClientKeyPEM, HostKey: target.HostKeyLine, DialTimeout: time.Second}
+	if e, err := DialSSH(context.Background(), direct); err == nil {
+		e.Close()
+		t.Fatalf("dialled %s directly; want it reachable only through the bastion", target.Addr)
+	}
+
+	cfg := direct
+	cfg.DialTimeout = 0
+	cfg.Bastion = &SSHConfig{Host: bastion.Addr, PrivateKey: bastion.ClientKeyPEM, HostKey: bastion.HostKeyFingerprint}
+	e, err := DialSSH(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("DialSSH through the bastion: %v", err)
+	}
+	defer e.Close()
+	res, err := e.Run(context.Background(), Command{Args: []string{"sh", "-c", `echo "$SSH_CONNECTION"`}})
+	if err != nil {
+		t.Fatalf("Run through the bastion: %v", err)
+	}
+	f := strings.Fields(string(res.Stdout))
+	if len(f) != 4 || f[0] != target.HostAddr || f[2] != target.Addr {
+		t.Fatalf("SSH_CONNECTION = %q, want client %s (the bastion's side of the private link) and server %s", res.Stdout, target.HostAddr, target.Addr)
+	}
+}

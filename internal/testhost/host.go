@@ -35,9 +35,13 @@ type Host struct {
 	Dir                string // temp dir with the keys, config and sshd log
 
 	logPath string
+	behind  *Host
 }
 
-type options struct{ sshd bool }
+type options struct {
+	sshd   bool
+	behind *Host
+}
 
 // Option changes what New sets up.
 type Option func(*options)
@@ -45,6 +49,13 @@ type Option func(*options)
 // WithoutSSHD creates the namespace and its address but starts no sshd, so
 // connections to it are refused: a host that is not reachable (yet).
 func WithoutSSHD() Option { return func(o *options) { o.sshd = false } }
+
+// Behind puts the host on a private link to bastion instead of on a link to
+// the test machine: the other end of its veth lives in the bastion's
+// namespace, so the host is reachable only through the bastion, as a private
+// instance is reachable only through a jump host. HostAddr is then the
+// bastion's address on that link.
+func Behind(bastion *Host) Option { return func(o *options) { o.behind = bastion } }
 
 const (
 	sshdPath = "/usr/sbin/sshd"
@@ -82,6 +93,14 @@ func New(t testing.TB, opts ...Option) *Host {
 		Dir:       t.TempDir(),
 	}
 	hostVeth, nsVeth := fmt.Sprintf("pgbt%dh", n), fmt.Sprintf("pgbt%dn", n)
+	// onHostSide runs an ip command where the near end of the link lives:
+	// the test machine, or the bastion's namespace for a host Behind one.
+	var hostSide []string
+	if o.behind != nil {
+		hostSide = []string{"-n", o.behind.Namespace}
+	}
+	onHostSide := func(args ...string) []string { return append(append([]string{}, hostSide...), args...) }
+	h.behind = o.behind
 	t.Cleanup(func() {
 		// Processes still in the namespace (sshd sessions) would keep it
 		// alive; kill them before deleting it.
@@ -92,7 +111,7 @@ func New(t testing.TB, opts ...Option) *Host {
 				}
 			}
 		}
-		exec.Command(ipPath, "link", "del", hostVeth).Run()
+		exec.Command(ipPath, onHostSide("link", "del", hostVeth)...).Run()
 		if out, err := exec.Command(ipPath, "netns", "del", h.Namespace).CombinedOutput(); err != nil {
 			t.Errorf("delete namespace %s: %v: %s", h.Namespace, err, out)
 		}
@@ -100,12 +119,17 @@ func New(t testing.TB, opts ...Option) *Host {
 	steps := [][]string{
 		{"link", "add", hostVeth, "type", "veth", "peer", "name", nsVeth},
 		{"link", "set", nsVeth, "netns", h.Namespace},
-		{"addr", "add", h.HostAddr + "/24", "dev", hostVeth},
-		{"link", "set", hostVeth, "up"},
+	}
+	if o.behind != nil {
+		steps = append(steps, []string{"link", "set", hostVeth, "netns", o.behind.Namespace})
+	}
+	steps = append(steps, [][]string{
+		onHostSide("addr", "add", h.HostAddr+"/24", "dev", hostVeth),
+		onHostSide("link", "set", hostVeth, "up"),
 		{"-n", h.Namespace, "addr", "add", h.Addr + "/24", "dev", nsVeth},
 		{"-n", h.Namespace, "link", "set", nsVeth, "up"},
 		{"-n", h.Namespace, "link", "set", "lo", "up"},
-	}
+	}...)
 	for _, s := range steps {
 		if out, err := exec.Command(ipPath, s...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %s: %v: %s", strings.Join(s, " "), err, out)
@@ -227,9 +251,8 @@ Subsystem sftp internal-sftp
 	addr := net.JoinHostPort(h.Addr, strconv.Itoa(h.Port))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		err := h.probe(addr)
 		if err == nil {
-			c.Close()
 			return
 		}
 		select {
@@ -242,6 +265,23 @@ Subsystem sftp internal-sftp
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// probe checks that sshd accepts connections on addr. A host behind a
+// bastion cannot be dialled from here; its sshd's own "listening" line,
+// written once the socket is bound, stands in.
+func (h *Host) probe(addr string) error {
+	if h.behind != nil {
+		if strings.Contains(h.SSHDLog(), "Server listening on "+h.Addr+" port "+strconv.Itoa(h.Port)) {
+			return nil
+		}
+		return fmt.Errorf("sshd has not logged that it listens on %s yet", addr)
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // SSHDLog returns what sshd logged so far (LogLevel VERBOSE).
