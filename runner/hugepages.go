@@ -82,6 +82,10 @@ func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 		}
 		r, err := k.Release(*state)
 		return o.emit(r, err, func(w io.Writer) {
+			if r.NoState {
+				fmt.Fprintf(w, "nothing to release: no state file at %s (huge pages of %s: total %d, free %d)\n", *state, hugepages.SizeName(r.PageSizeBytes), r.Total, r.Free)
+				return
+			}
 			fmt.Fprintf(w, "huge pages of %s: back to %d (was %d)\n", hugepages.SizeName(r.PageSizeBytes), r.Total, r.Previous)
 		})
 	case "status":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 )
@@ -32,6 +33,10 @@ func (c sysinfoCmd) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return o.emit(nil, fmt.Errorf("read host facts: %w", err), nil)
 	}
+	if *root == "/" {
+		// numactl describes the running host, so it only cross-checks the real root.
+		crossCheckNumactl(ctx, &in.NUMACtl)
+	}
 	return o.emit(in, nil, func(w io.Writer) {
 		fmt.Fprintf(w, "cpus:            %d (%d cores, %d threads per core, %d sockets)\n", in.CPUs, in.Cores, in.ThreadsPerCore, in.Sockets)
 		fmt.Fprintf(w, "cpu model:       %s\n", in.CPUModel)
@@ -42,6 +47,9 @@ func (c sysinfoCmd) Run(ctx context.Context, args []string) error {
 		for _, p := range in.HugePages {
 			fmt.Fprintf(w, "huge pages %s: total %d, free %d, reserved %d, surplus %d\n", sizeString(p.SizeBytes), p.Total, p.Free, p.Reserved, p.Surplus)
 		}
+		if in.NUMACtl.Warning != "" {
+			fmt.Fprintf(w, "numactl:         %s\n", in.NUMACtl.Warning)
+		}
 		fmt.Fprintf(w, "thp:             %s\n", in.THP)
 		fmt.Fprintf(w, "numa balancing:  %s\n", in.NUMABalancing)
 		fmt.Fprintf(w, "governor:        %s\n", in.Governor)
@@ -49,6 +57,27 @@ func (c sysinfoCmd) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "os:              %s\n", in.OS)
 		fmt.Fprintf(w, "boot cmdline:    %s\n", in.BootCmdline)
 	})
+}
+
+// crossCheckNumactl runs `numactl --hardware` where it is installed and
+// compares it with sysfs. A failure is recorded as a warning, not an error:
+// sysfs already gave the facts.
+func crossCheckNumactl(ctx context.Context, c *sysinfo.NUMACtl) {
+	path, err := exec.LookPath("numactl")
+	if err != nil {
+		return
+	}
+	out, err := exec.CommandContext(ctx, path, "--hardware").Output()
+	if err != nil {
+		c.Warning = fmt.Sprintf("%s --hardware: %v", path, err)
+		return
+	}
+	hw, err := sysinfo.ParseNumactlHardware(string(out))
+	if err != nil {
+		c.Warning = err.Error()
+		return
+	}
+	c.CrossCheck(hw)
 }
 
 // sizeString prints a byte count in binary units.

@@ -65,6 +65,10 @@ func (c tuneCmd) Run(ctx context.Context, args []string) error {
 		return o.emit(nil, usagef("unknown tune action %q: want apply or revert", action), nil)
 	}
 	return o.emit(res, err, func(w io.Writer) {
+		if res.NoState {
+			fmt.Fprintf(w, "nothing to revert: no state file at %s\n", *state)
+			return
+		}
 		for _, ch := range res.Changes {
 			fmt.Fprintf(w, "%-15s %-12s %s -> %s", ch.Knob, ch.Status, orDefault(ch.Previous, "-"), orDefault(ch.Value, "-"))
 			if ch.Reason != "" {

@@ -178,6 +178,9 @@ type Reserved struct {
 	Previous      int64 `json:"previous"`
 	PageSizeBytes int64 `json:"page_size_bytes"`
 	Node          *int  `json:"node,omitempty"`
+	// NoState is set by Release when the state file did not exist: nothing
+	// was changed and the numbers describe the current default pool.
+	NoState bool `json:"no_state,omitempty"`
 }
 
 // State is what reserve records so release can undo it.
@@ -227,6 +230,13 @@ func (k Kernel) Reserve(opts ReserveOptions) (*Reserved, error) {
 	}
 	if opts.Pages < 0 {
 		return nil, fmt.Errorf("reserve huge pages: negative page count %d", opts.Pages)
+	}
+	// Refuse bad extras before the pool changes, not after.
+	if opts.Persist && (opts.Node >= 0 || opts.PageSize != DefaultPageSize) {
+		return nil, fmt.Errorf("reserve huge pages: --persist covers the global pool of %s pages only", SizeName(DefaultPageSize))
+	}
+	if opts.OvercommitRatio > 100 {
+		return nil, fmt.Errorf("reserve huge pages: overcommit ratio %d: want 1..100", opts.OvercommitRatio)
 	}
 	if _, err := k.pool(opts.PageSize); err != nil {
 		return nil, fmt.Errorf("reserve huge pages: %w", err)
@@ -300,9 +310,20 @@ func (k Kernel) setAndRead(path string, n, cur int64) (int64, error) {
 	return readInt(path)
 }
 
-// Release restores the count recorded in stateFile and removes the file.
+// Release restores the count recorded in stateFile and removes the file. A
+// missing state file means there is nothing to undo (released already, or a
+// retried destroy): it succeeds without changing anything and reports the
+// current pool of the default page size, since without the state the page
+// size and node reserve used are unknown.
 func (k Kernel) Release(stateFile string) (*Reserved, error) {
 	st, err := ReadState(stateFile)
+	if errors.Is(err, os.ErrNotExist) {
+		p, perr := k.pool(DefaultPageSize)
+		if perr != nil {
+			return nil, fmt.Errorf("release huge pages: %w", perr)
+		}
+		return &Reserved{Requested: p.Total, Total: p.Total, Free: p.Free, Previous: p.Total, PageSizeBytes: DefaultPageSize, NoState: true}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("release huge pages: %w", err)
 	}

@@ -33,6 +33,18 @@ type Info struct {
 	Kernel               string     `json:"kernel"`
 	OS                   string     `json:"os"`
 	BootCmdline          string     `json:"boot_cmdline"`
+	NUMACtl              NUMACtl    `json:"numactl"`
+}
+
+// NUMACtl is the NUMA distance matrix and the cross-check against
+// `numactl --hardware`. Distances come from sysfs (node<N>/distance), so they
+// are known even where numactl is not installed; Available says whether
+// numactl ran, and Warning records a disagreement between the two.
+type NUMACtl struct {
+	Available     bool    `json:"available"`
+	Nodes         int     `json:"nodes"`
+	NodeDistances [][]int `json:"node_distances"`
+	Warning       string  `json:"warning,omitempty"`
 }
 
 // Node is one NUMA node.
@@ -80,6 +92,7 @@ func Read(root string) (*Info, error) {
 		// Kernels built without NUMA have no node directories: one node holds all.
 		in.NUMANodes = []Node{{ID: 0, CPUs: cpus, MemoryBytes: in.MemoryTotalBytes, HugePages: []HugePool{}}}
 	}
+	in.NUMACtl = NUMACtl{Nodes: len(in.NUMANodes), NodeDistances: readDistances(root, in.NUMANodes)}
 	if in.HugePages, err = ReadHugePools(root); err != nil {
 		return nil, err
 	}
@@ -337,4 +350,96 @@ func osName(root string) string {
 		}
 	}
 	return ""
+}
+
+// readDistances reads the sysfs distance row of every node, in node order. It
+// returns an empty matrix when any row is missing or malformed (kernels
+// without NUMA have no node directories), rather than a partial one.
+func readDistances(root string, nodes []Node) [][]int {
+	out := [][]int{}
+	for _, n := range nodes {
+		fields := strings.Fields(readTrim(root, fmt.Sprintf("sys/devices/system/node/node%d/distance", n.ID)))
+		if len(fields) != len(nodes) {
+			return [][]int{}
+		}
+		row := make([]int, len(fields))
+		for i, f := range fields {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				return [][]int{}
+			}
+			row[i] = v
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// NumactlHardware is what `numactl --hardware` reports.
+type NumactlHardware struct {
+	Nodes     int     // from "available: N nodes (...)"
+	Distances [][]int // the "node distances:" matrix, in the order printed
+}
+
+// ParseNumactlHardware parses the text of `numactl --hardware`.
+func ParseNumactlHardware(text string) (NumactlHardware, error) {
+	hw := NumactlHardware{Nodes: -1, Distances: [][]int{}}
+	inDistances := false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "available:"):
+			f := strings.Fields(strings.TrimPrefix(line, "available:"))
+			if len(f) < 2 || !strings.HasPrefix(f[1], "node") {
+				return hw, fmt.Errorf("parse numactl --hardware: bad line %q", line)
+			}
+			n, err := strconv.Atoi(f[0])
+			if err != nil {
+				return hw, fmt.Errorf("parse numactl --hardware: bad line %q: %w", line, err)
+			}
+			hw.Nodes = n
+		case line == "node distances:":
+			inDistances = true
+		case inDistances && strings.HasPrefix(line, "node"):
+			// The header row of node ids.
+		case inDistances && line != "":
+			id, rest, ok := strings.Cut(line, ":")
+			if !ok {
+				inDistances = false
+				continue
+			}
+			if _, err := strconv.Atoi(strings.TrimSpace(id)); err != nil {
+				return hw, fmt.Errorf("parse numactl --hardware: bad distance row %q", line)
+			}
+			var row []int
+			for _, f := range strings.Fields(rest) {
+				v, err := strconv.Atoi(f)
+				if err != nil {
+					return hw, fmt.Errorf("parse numactl --hardware: bad distance row %q: %w", line, err)
+				}
+				row = append(row, v)
+			}
+			hw.Distances = append(hw.Distances, row)
+		}
+	}
+	if hw.Nodes < 0 {
+		return hw, fmt.Errorf("parse numactl --hardware: no \"available:\" line")
+	}
+	return hw, nil
+}
+
+// CrossCheck records that numactl ran and compares what it saw with sysfs.
+// Where sysfs had no distances, numactl's are used.
+func (c *NUMACtl) CrossCheck(hw NumactlHardware) {
+	c.Available = true
+	var warns []string
+	if hw.Nodes != c.Nodes {
+		warns = append(warns, fmt.Sprintf("numactl reports %d nodes, sysfs %d", hw.Nodes, c.Nodes))
+	}
+	if len(c.NodeDistances) == 0 {
+		c.NodeDistances = hw.Distances
+	} else if fmt.Sprint(hw.Distances) != fmt.Sprint(c.NodeDistances) {
+		warns = append(warns, fmt.Sprintf("numactl distances %v differ from sysfs %v", hw.Distances, c.NodeDistances))
+	}
+	c.Warning = strings.Join(warns, "; ")
 }

@@ -76,6 +76,20 @@ func writeTree(t *testing.T, l layout) string {
 		}
 		d := fmt.Sprintf("sys/devices/system/node/node%d/", i)
 		w(d+"cpulist", formatCPUList(nodeCPUs[i])+"\n")
+		// Distances as firmware reports them: 10 local, 12 to a sub-NUMA
+		// sibling on the same socket, 21 across sockets.
+		var dist []string
+		for j := 0; j < nodes; j++ {
+			switch {
+			case j == i:
+				dist = append(dist, "10")
+			case j/l.nodesPerSocket == i/l.nodesPerSocket:
+				dist = append(dist, "12")
+			default:
+				dist = append(dist, "21")
+			}
+		}
+		w(d+"distance", strings.Join(dist, " ")+"\n")
 		w(d+"meminfo", fmt.Sprintf("Node %d MemTotal:       %d kB\nNode %d MemFree:        %d kB\nNode %d HugePages_Total: %d\n", i, l.memPerNodeKB, i, l.memPerNodeKB/2, i, h))
 		for _, sz := range []string{"2048", "1048576"} {
 			hp := d + "hugepages/hugepages-" + sz + "kB/"
@@ -190,6 +204,18 @@ func TestReadGolden(t *testing.T) {
 			}
 			if len(in.NUMANodes) != wantNodes {
 				t.Fatalf("numa nodes = %d, want %d", len(in.NUMANodes), wantNodes)
+			}
+			wantDist := wantNodes
+			if l.noNodeDir {
+				wantDist = 0
+			}
+			if in.NUMACtl.Nodes != wantNodes || len(in.NUMACtl.NodeDistances) != wantDist {
+				t.Errorf("numactl = %+v, want %d nodes and a %dx%[3]d distance matrix", in.NUMACtl, wantNodes, wantDist)
+			}
+			for i, row := range in.NUMACtl.NodeDistances {
+				if len(row) != wantDist || row[i] != 10 {
+					t.Errorf("distance row %d = %v, want %d entries with 10 at %d", i, row, wantDist, i)
+				}
 			}
 			seen := map[int]bool{}
 			for _, n := range in.NUMANodes {

@@ -43,6 +43,9 @@ type Change struct {
 // Result is the JSON of `tune apply|revert --json`.
 type Result struct {
 	Changes []Change `json:"changes"`
+	// NoState is set by Revert when the state file did not exist, so there
+	// was nothing to restore (a repeated revert or a retried destroy).
+	NoState bool `json:"no_state,omitempty"`
 }
 
 // Tuner works on the /proc and /sys tree under Root ("/" on a real host).
@@ -226,9 +229,14 @@ func writeVerify(knob, path, v string) error {
 	return nil
 }
 
-// Revert writes back every value recorded in stateFile and removes it.
+// Revert writes back every value recorded in stateFile and removes it. A
+// missing state file means an earlier revert already ran (or apply never
+// did): that is a success with no changes, so undo can be repeated.
 func (t Tuner) Revert(stateFile string) (*Result, error) {
 	st, err := ReadState(stateFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Result{Changes: []Change{}, NoState: true}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tune revert: %w", err)
 	}
