@@ -101,7 +101,7 @@ func (d *runnerDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		resp.Diagnostics.AddAttributeError(path.Root("architecture"), "Unsupported Architecture", err.Error())
 		return
 	}
-	bin, err := d.data.runner.Binary(arch)
+	bin, err := d.data.runner.binary(arch)
 	if err != nil {
 		summary := "Runner Binary Unavailable"
 		var ne *runnerbin.ErrNotEmbedded
@@ -114,7 +114,7 @@ func (d *runnerDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	archs, diags := types.ListValueFrom(ctx, types.StringType, runnerbin.Embedded())
 	resp.Diagnostics.Append(diags...)
 	m.Architecture = types.StringValue(uname)
-	m.Source = types.StringValue(d.data.runner.Describe())
+	m.Source = types.StringValue(d.data.runner.describe)
 	m.SHA256 = types.StringValue(sha256Hex(bin))
 	m.SizeBytes = types.Int64Value(int64(len(bin)))
 	m.ProviderVersion = types.StringValue(d.data.version)

@@ -48,30 +48,29 @@ type awsConfig struct {
 	SharedCredentialsFiles []string
 }
 
-// runnerSource yields the pgbench-runner binary to upload to a host of the
-// given Go architecture.
-type runnerSource interface {
-	Binary(goarch string) ([]byte, error)
-	Describe() string
+// runnerSource is the pgbench-runner binary uploaded to hosts: the ones
+// embedded in the provider, or a file named in the runner block.
+type runnerSource struct {
+	binary   runnerbin.Source
+	describe string // "embedded" or the file's path
 }
 
-type embeddedRunner struct{}
-
-func (embeddedRunner) Binary(goarch string) ([]byte, error) { return runnerbin.Binary(goarch) }
-func (embeddedRunner) Describe() string                     { return "embedded" }
+var embeddedRunner = runnerSource{binary: runnerbin.Binary, describe: "embedded"}
 
 // fileRunner uploads one user-built runner to every host, whatever its
 // architecture: the user chose it.
-type fileRunner struct{ path string }
-
-func (f fileRunner) Binary(string) ([]byte, error) {
-	b, err := os.ReadFile(f.path)
-	if err != nil {
-		return nil, fmt.Errorf("read runner binary: %w", err)
+func fileRunner(path string) runnerSource {
+	return runnerSource{
+		describe: path,
+		binary: func(string) ([]byte, error) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("read runner binary: %w", err)
+			}
+			return b, nil
+		},
 	}
-	return b, nil
 }
-func (f fileRunner) Describe() string { return f.path }
 
 func (p *pgbenchProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
 	resp.TypeName = "pgbench"
@@ -149,7 +148,7 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data := &providerData{version: p.version, runner: embeddedRunner{}, now: time.Now}
+	data := &providerData{version: p.version, runner: embeddedRunner, now: time.Now}
 
 	if cfg.AWS != nil {
 		data.aws.Region = cfg.AWS.Region.ValueString()
@@ -170,7 +169,7 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 			resp.Diagnostics.AddAttributeError(path.Root("runner").AtName("path"), "Runner Binary Not Found",
 				detail+". Build one with `make runner` and point runner.path at it, or remove the runner block to use the embedded runner.")
 		} else {
-			data.runner = fileRunner{path: p}
+			data.runner = fileRunner(p)
 		}
 	}
 	if resp.Diagnostics.HasError() {
