@@ -1,0 +1,694 @@
+// Package pgbuild builds PostgreSQL from a release tarball or a git ref, with
+// patches applied in order, into a prefix named by a build key, and reuses a
+// finished build with the same key. It can also adopt an installed PostgreSQL.
+package pgbuild
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultRoot holds the default prefixes, one per build key.
+const DefaultRoot = "/opt/pgbench/builds"
+
+// StampName is the file written into a prefix last, after a finished install.
+const StampName = ".pgbench-build.json"
+
+// Contrib lists the contrib modules a benchmark needs besides the server.
+var Contrib = []string{"pg_prewarm", "pg_buffercache", "pg_stat_statements"}
+
+// Options selects a source, patches and flags for one build.
+type Options struct {
+	// Tarball is a local path to a release tarball.
+	Tarball string
+	// SHA256, when set, must match the tarball.
+	SHA256 string
+	// GitURL and GitRef select a shallow fetch of exactly that ref.
+	GitURL string
+	GitRef string
+	// SystemBinDir adopts an installed PostgreSQL: nothing is built.
+	SystemBinDir string
+	// Patches are applied in order with patch -p1.
+	Patches        []string
+	ConfigureFlags []string
+	CFlags         string
+	// Jobs for make -j; 0 means all CPUs.
+	Jobs int
+	// Prefix to install into; "" means DefaultRoot/<key[:16]>.
+	Prefix string
+	// InstallDeps installs the build dependencies with apt-get or dnf.
+	InstallDeps bool
+}
+
+// Source is the identity of the sources that were built.
+type Source struct {
+	Kind   string `json:"kind"`
+	URL    string `json:"url,omitempty"`
+	Path   string `json:"path,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// Patch is one applied patch.
+type Patch struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// Result describes a finished (or reused, or adopted) build.
+type Result struct {
+	BuildKey      string   `json:"build_key"`
+	Prefix        string   `json:"prefix"`
+	BinDir        string   `json:"bin_dir"`
+	Version       string   `json:"version"`
+	ConfigureArgs []string `json:"configure_args"`
+	Source        Source   `json:"source"`
+	Patches       []Patch  `json:"patches"`
+	Seconds       float64  `json:"seconds"`
+	Cached        bool     `json:"cached"`
+	LogPath       string   `json:"log_path"`
+}
+
+// Progress receives each line of build output with its phase
+// (extract, patch, configure, make, install).
+type Progress func(phase, line string)
+
+// MissingToolsError lists build tools that are not on PATH.
+type MissingToolsError struct {
+	Tools    []string
+	Packages string
+}
+
+func (e *MissingToolsError) Error() string {
+	return fmt.Sprintf("missing build tools: %s (install them: %s, or run with --install-deps)", strings.Join(e.Tools, ", "), e.Packages)
+}
+
+// PatchError is a patch that did not apply.
+type PatchError struct {
+	Patch  string
+	Output string
+	Err    error
+}
+
+func (e *PatchError) Error() string {
+	return fmt.Sprintf("patch %s does not apply: %v\n%s", e.Patch, e.Err, strings.TrimSpace(e.Output))
+}
+
+func (e *PatchError) Unwrap() error { return e.Err }
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CompilerVersion is the first line of `cc --version`.
+func CompilerVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "cc", "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("cc --version: %w", err)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+// keyInputs are everything the build key covers.
+type keyInputs struct {
+	sourceID string
+	patches  [][]byte
+	flags    []string
+	cflags   string
+	compiler string
+}
+
+func (k keyInputs) key() string {
+	h := sha256.New()
+	// Length-prefixed fields so no two different inputs hash alike.
+	field := func(b []byte) { fmt.Fprintf(h, "%d:", len(b)); h.Write(b) }
+	field([]byte("pgbuild/v1"))
+	field([]byte(k.sourceID))
+	fmt.Fprintf(h, "patches=%d;", len(k.patches))
+	for _, p := range k.patches {
+		field(p)
+	}
+	fmt.Fprintf(h, "flags=%d;", len(k.flags))
+	for _, f := range k.flags {
+		field([]byte(f))
+	}
+	field([]byte(k.cflags))
+	field([]byte(k.compiler))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func readPatches(paths []string) ([][]byte, []Patch, error) {
+	var contents [][]byte
+	var infos []Patch
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read patch %s: %w", p, err)
+		}
+		sum := sha256.Sum256(b)
+		contents = append(contents, b)
+		infos = append(infos, Patch{Name: filepath.Base(p), SHA256: hex.EncodeToString(sum[:])})
+	}
+	return contents, infos, nil
+}
+
+// Key returns the build key of a tarball build (or a git build whose ref is a
+// full commit id) without building anything.
+func Key(ctx context.Context, opts Options) (string, error) {
+	var src string
+	switch {
+	case opts.Tarball != "":
+		sum, err := fileSHA256(opts.Tarball)
+		if err != nil {
+			return "", err
+		}
+		src = "tarball:" + sum
+	case opts.GitURL != "":
+		if !commitRE.MatchString(opts.GitRef) {
+			return "", fmt.Errorf("key of git ref %q: only a full commit id is known without fetching", opts.GitRef)
+		}
+		src = "git:" + strings.ToLower(opts.GitRef)
+	default:
+		return "", errors.New("key: no tarball or git source")
+	}
+	patches, _, err := readPatches(opts.Patches)
+	if err != nil {
+		return "", err
+	}
+	cc, err := CompilerVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	return keyInputs{src, patches, opts.ConfigureFlags, opts.CFlags, cc}.key(), nil
+}
+
+var commitRE = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+
+// requiredTools are checked before anything is built.
+func requiredTools(opts Options) []string {
+	tools := []string{"cc", "make", "flex", "bison", "patch", "tar"}
+	if strings.HasSuffix(opts.Tarball, ".bz2") {
+		tools = append(tools, "bzip2")
+	}
+	if opts.GitURL != "" {
+		tools = append(tools, "git")
+	}
+	return tools
+}
+
+func packageManager() string {
+	if _, err := exec.LookPath("apt-get"); err == nil {
+		return "apt-get"
+	}
+	if _, err := exec.LookPath("dnf"); err == nil {
+		return "dnf"
+	}
+	return ""
+}
+
+// depPackages are the build dependencies per package manager.
+var depPackages = map[string][]string{
+	"apt-get": {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "libreadline-dev", "zlib1g-dev", "libnuma-dev", "libicu-dev", "pkg-config"},
+	"dnf":     {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "readline-devel", "zlib-devel", "numactl-devel", "libicu-devel", "pkgconf-pkg-config"},
+}
+
+func checkTools(opts Options) error {
+	var missing []string
+	for _, t := range requiredTools(opts) {
+		if _, err := exec.LookPath(t); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	pm := packageManager()
+	pkgs := "gcc make flex bison patch bzip2 (and the readline, zlib, libnuma, ICU development packages, pkg-config)"
+	if pm != "" {
+		pkgs = pm + " install " + strings.Join(depPackages[pm], " ")
+	}
+	return &MissingToolsError{Tools: missing, Packages: pkgs}
+}
+
+// InstallDeps installs the build dependencies with the host's package manager.
+func InstallDeps(ctx context.Context, log io.Writer) error {
+	pm := packageManager()
+	if pm == "" {
+		return errors.New("install build dependencies: neither apt-get nor dnf found")
+	}
+	var cmds [][]string
+	if pm == "apt-get" {
+		cmds = append(cmds, []string{"apt-get", "update"})
+		cmds = append(cmds, append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, depPackages[pm]...))
+	} else {
+		cmds = append(cmds, append([]string{"dnf", "install", "-y"}, depPackages[pm]...))
+	}
+	for _, c := range cmds {
+		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, log), io.MultiWriter(&buf, log)
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(c, " "), err, tail(buf.String(), 20))
+		}
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// readStamp returns the result recorded in prefix, or nil when there is none.
+func readStamp(prefix string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(prefix, StampName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read build stamp: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("parse build stamp %s: %w", filepath.Join(prefix, StampName), err)
+	}
+	return &r, nil
+}
+
+// lock takes an exclusive flock on path, waiting until ctx ends.
+func lock(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Version returns the first line of `postgres --version` in binDir.
+func Version(ctx context.Context, binDir string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "postgres"), "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", filepath.Join(binDir, "postgres"), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\S+)`)
+
+// Adopt checks an installed PostgreSQL in binDir and describes it; it never
+// builds or removes anything.
+func Adopt(ctx context.Context, binDir string) (Result, error) {
+	start := time.Now()
+	binDir = filepath.Clean(binDir)
+	pgv, err := Version(ctx, binDir)
+	if err != nil {
+		return Result{}, fmt.Errorf("adopt %s: %w", binDir, err)
+	}
+	m := versionRE.FindStringSubmatch(pgv)
+	if m == nil {
+		return Result{}, fmt.Errorf("adopt %s: parse postgres --version %q", binDir, pgv)
+	}
+	cfgOut, err := exec.CommandContext(ctx, filepath.Join(binDir, "pg_config"), "--version").Output()
+	if err != nil {
+		return Result{}, fmt.Errorf("adopt %s: pg_config --version: %w", binDir, err)
+	}
+	cfgV := strings.TrimSpace(string(cfgOut)) // "PostgreSQL 15.18 (Debian ...)"
+	if f := strings.Fields(cfgV); len(f) < 2 || f[1] != m[1] {
+		return Result{}, fmt.Errorf("adopt %s: pg_config says %q but postgres says %q", binDir, cfgV, pgv)
+	}
+	var args []string
+	if out, err := exec.CommandContext(ctx, filepath.Join(binDir, "pg_config"), "--configure").Output(); err == nil {
+		args = splitConfigure(strings.TrimSpace(string(out)))
+	}
+	sum := sha256.Sum256([]byte("system:" + binDir + ":" + pgv + ":" + cfgV))
+	return Result{
+		BuildKey:      hex.EncodeToString(sum[:]),
+		Prefix:        filepath.Dir(binDir),
+		BinDir:        binDir,
+		Version:       m[1],
+		ConfigureArgs: args,
+		Source:        Source{Kind: "system", Path: binDir},
+		Patches:       []Patch{},
+		Seconds:       time.Since(start).Seconds(),
+		Cached:        true,
+	}, nil
+}
+
+// splitConfigure splits pg_config --configure output ('--a' '--b=c d').
+func splitConfigure(s string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`'([^']*)'`).FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// Build builds (or reuses, or adopts) PostgreSQL as opts say. progress may be nil.
+func Build(ctx context.Context, opts Options, progress Progress) (Result, error) {
+	if progress == nil {
+		progress = func(string, string) {}
+	}
+	start := time.Now()
+	n := 0
+	for _, s := range []string{opts.Tarball, opts.GitURL, opts.SystemBinDir} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return Result{}, errors.New("build: give exactly one source: tarball, git or system")
+	}
+	if opts.SystemBinDir != "" {
+		return Adopt(ctx, opts.SystemBinDir)
+	}
+	if opts.GitURL != "" && opts.GitRef == "" {
+		return Result{}, errors.New("build: git source needs a ref")
+	}
+	if opts.InstallDeps {
+		if err := InstallDeps(ctx, io.Discard); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := checkTools(opts); err != nil {
+		return Result{}, err
+	}
+	patches, patchInfo, err := readPatches(opts.Patches)
+	if err != nil {
+		return Result{}, err
+	}
+	if patchInfo == nil {
+		patchInfo = []Patch{}
+	}
+	for i, p := range opts.Patches {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return Result{}, fmt.Errorf("patch %s: %w", p, err)
+		}
+		opts.Patches[i] = abs
+	}
+	cc, err := CompilerVersion(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+
+	var src Source
+	var gitDir string // fetched git tree, moved into the work dir
+	switch {
+	case opts.Tarball != "":
+		abs, err := filepath.Abs(opts.Tarball)
+		if err != nil {
+			return Result{}, fmt.Errorf("tarball %s: %w", opts.Tarball, err)
+		}
+		opts.Tarball = abs
+		sum, err := fileSHA256(abs)
+		if err != nil {
+			return Result{}, err
+		}
+		if opts.SHA256 != "" && !strings.EqualFold(opts.SHA256, sum) {
+			return Result{}, fmt.Errorf("tarball %s: sha256 %s, want %s", abs, sum, opts.SHA256)
+		}
+		src = Source{Kind: "tarball", Path: abs, SHA256: sum}
+	default:
+		dir, err := os.MkdirTemp("", "pgbuild-git-")
+		if err != nil {
+			return Result{}, fmt.Errorf("make git dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		commit, err := gitFetch(ctx, dir, opts.GitURL, opts.GitRef, progress)
+		if err != nil {
+			return Result{}, err
+		}
+		gitDir = dir
+		src = Source{Kind: "git", URL: opts.GitURL, Commit: commit}
+	}
+	id := "tarball:" + src.SHA256
+	if src.Kind == "git" {
+		id = "git:" + src.Commit
+	}
+	key := keyInputs{id, patches, opts.ConfigureFlags, opts.CFlags, cc}.key()
+
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = filepath.Join(DefaultRoot, key[:16])
+	}
+	prefix, err = filepath.Abs(prefix)
+	if err != nil {
+		return Result{}, fmt.Errorf("prefix %s: %w", opts.Prefix, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(prefix), err)
+	}
+	unlock, err := lock(ctx, prefix+".lock")
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+
+	if r, err := readStamp(prefix); err != nil {
+		return Result{}, err
+	} else if r != nil {
+		if r.BuildKey != key {
+			return Result{}, fmt.Errorf("prefix %s holds another build (key %s, want %s)", prefix, r.BuildKey, key)
+		}
+		r.Cached = true
+		r.Seconds = time.Since(start).Seconds()
+		return *r, nil
+	}
+	if _, err := os.Stat(prefix); err == nil {
+		return Result{}, fmt.Errorf("prefix %s exists but holds no finished build stamp; remove it first", prefix)
+	}
+
+	logPath := prefix + ".log"
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return Result{}, fmt.Errorf("create build log: %w", err)
+	}
+	defer logFile.Close()
+
+	// Build and stage next to the prefix; the prefix appears only by the
+	// final rename, stamp included, so a killed build leaves nothing behind
+	// that looks finished.
+	work := prefix + ".work"
+	if err := os.RemoveAll(work); err != nil {
+		return Result{}, fmt.Errorf("remove stale %s: %w", work, err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return Result{}, fmt.Errorf("make %s: %w", work, err)
+	}
+	defer os.RemoveAll(work)
+	srcDir := filepath.Join(work, "src")
+	stage := filepath.Join(work, "stage")
+
+	b := &builder{ctx: ctx, log: logFile, progress: progress, logPath: logPath}
+	if gitDir != "" {
+		progress("extract", "moving git tree "+src.Commit)
+		if err := os.Rename(gitDir, srcDir); err != nil {
+			return Result{}, fmt.Errorf("move git tree: %w", err)
+		}
+	} else {
+		if err := os.MkdirAll(srcDir, 0o755); err != nil {
+			return Result{}, fmt.Errorf("make %s: %w", srcDir, err)
+		}
+		if _, err := b.run("extract", srcDir, nil, "tar", "-xf", opts.Tarball, "--strip-components=1", "--no-same-owner"); err != nil {
+			return Result{}, err
+		}
+	}
+	for _, p := range opts.Patches {
+		out, err := b.run("patch", srcDir, nil, "patch", "-p1", "--forward", "--batch", "-i", p)
+		if err != nil {
+			return Result{}, &PatchError{Patch: p, Output: out + rejects(srcDir), Err: err}
+		}
+	}
+	args := append([]string{"--prefix=" + prefix}, opts.ConfigureFlags...)
+	var env []string
+	if opts.CFlags != "" {
+		env = append(env, "CFLAGS="+opts.CFlags)
+	}
+	if _, err := b.run("configure", srcDir, env, "./configure", args...); err != nil {
+		return Result{}, err
+	}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	j := fmt.Sprintf("-j%d", jobs)
+	if _, err := b.run("make", srcDir, nil, "make", j); err != nil {
+		return Result{}, err
+	}
+	for _, c := range Contrib {
+		if _, err := b.run("make", srcDir, nil, "make", j, "-C", "contrib/"+c); err != nil {
+			return Result{}, err
+		}
+	}
+	dest := "DESTDIR=" + stage
+	if _, err := b.run("install", srcDir, nil, "make", "install", dest); err != nil {
+		return Result{}, err
+	}
+	for _, c := range Contrib {
+		if _, err := b.run("install", srcDir, nil, "make", "-C", "contrib/"+c, "install", dest); err != nil {
+			return Result{}, err
+		}
+	}
+	staged := filepath.Join(stage, prefix)
+	binDir := filepath.Join(prefix, "bin")
+	pgv, err := Version(ctx, filepath.Join(staged, "bin"))
+	if err != nil {
+		return Result{}, err
+	}
+	m := versionRE.FindStringSubmatch(pgv)
+	if m == nil {
+		return Result{}, fmt.Errorf("parse postgres --version %q", pgv)
+	}
+	r := Result{
+		BuildKey:      key,
+		Prefix:        prefix,
+		BinDir:        binDir,
+		Version:       m[1],
+		ConfigureArgs: args,
+		Source:        src,
+		Patches:       patchInfo,
+		LogPath:       logPath,
+	}
+	stamp, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return Result{}, fmt.Errorf("encode build stamp: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(staged, StampName), append(stamp, '\n'), 0o644); err != nil {
+		return Result{}, fmt.Errorf("write build stamp: %w", err)
+	}
+	if err := os.Rename(staged, prefix); err != nil {
+		return Result{}, fmt.Errorf("move build into %s: %w", prefix, err)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// rejects returns the content of any .rej files patch left in dir.
+func rejects(dir string) string {
+	var sb strings.Builder
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".rej") {
+			if b, err := os.ReadFile(path); err == nil {
+				fmt.Fprintf(&sb, "\n--- rejected hunks in %s:\n%s", strings.TrimPrefix(path, dir+"/"), b)
+			}
+		}
+		return nil
+	})
+	return sb.String()
+}
+
+type builder struct {
+	ctx      context.Context
+	log      io.Writer
+	progress Progress
+	logPath  string
+}
+
+// run runs one build command in dir, streaming its output to the log and
+// progress, and returns its output.
+func (b *builder) run(phase, dir string, env []string, name string, args ...string) (string, error) {
+	cmdline := name + " " + strings.Join(args, " ")
+	fmt.Fprintf(b.log, "==> [%s] %s\n", phase, cmdline)
+	b.progress(phase, "$ "+cmdline)
+	cmd := exec.CommandContext(b.ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(b.log, line)
+			out.WriteString(line + "\n")
+			b.progress(phase, line)
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	if err != nil {
+		return out.String(), fmt.Errorf("%s: %s: %w (full log: %s)\n%s", phase, cmdline, err, b.logPath, tail(out.String(), 30))
+	}
+	return out.String(), nil
+}
+
+// gitFetch fetches exactly ref from url into dir and returns the commit.
+func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
+	git := func(args ...string) (string, error) {
+		progress("extract", "$ git "+strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	if _, err := git("init", "-q"); err != nil {
+		return "", err
+	}
+	if _, err := git("fetch", "-q", "--depth", "1", url, ref); err != nil {
+		return "", err
+	}
+	if _, err := git("checkout", "-q", "FETCH_HEAD"); err != nil {
+		return "", err
+	}
+	commit, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return commit, nil
+}

@@ -1,0 +1,412 @@
+package pgbuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+const defaultTarball = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
+
+// testPatch changes the boot value of bgwriter_delay from 200 to 250 ms;
+// initdb leaves it commented out, so `postgres -C` shows the boot value.
+const testPatch = "testdata/bgwriter-delay.patch"
+
+var testFlags = []string{"--without-readline", "--without-icu"}
+
+func tarball(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("PGBENCH_TEST_PG_TARBALL")
+	if p == "" {
+		p = defaultTarball
+	}
+	if _, err := os.Stat(p); err != nil {
+		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", p, err)
+	}
+	return p
+}
+
+// scratchRoot makes a directory the postgres user can traverse.
+func scratchRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgbuild-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func testOpts(t *testing.T, prefix string) Options {
+	abs, err := filepath.Abs(testPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		Tarball:        tarball(t),
+		Patches:        []string{abs},
+		ConfigureFlags: append([]string(nil), testFlags...),
+		Prefix:         prefix,
+	}
+}
+
+// The one real build of a test run, shared by the tests that need it.
+var (
+	shared     sync.Once
+	sharedRoot string
+	sharedRes  Result
+	sharedErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedRoot != "" {
+		os.RemoveAll(sharedRoot)
+	}
+	os.Exit(code)
+}
+
+func sharedBuild(t *testing.T) Result {
+	t.Helper()
+	tb := tarball(t)
+	for _, tool := range []string{"cc", "make", "flex", "bison", "patch"} {
+		testhost.RequireCommand(t, tool)
+	}
+	shared.Do(func() {
+		dir, err := os.MkdirTemp("", "pgbuild-shared-")
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		os.Chmod(dir, 0o755)
+		sharedRoot = dir
+		opts := testOpts(t, filepath.Join(dir, "pg"))
+		opts.Tarball = tb
+		phases := map[string]bool{}
+		sharedRes, sharedErr = Build(context.Background(), opts, func(phase, line string) { phases[phase] = true })
+		if sharedErr == nil {
+			for _, p := range []string{"extract", "patch", "configure", "make", "install"} {
+				if !phases[p] {
+					sharedErr = fmt.Errorf("no progress for phase %s", p)
+				}
+			}
+		}
+		t.Logf("build from tarball: %.1fs", sharedRes.Seconds)
+	})
+	if sharedErr != nil {
+		t.Fatalf("shared build: %v", sharedErr)
+	}
+	return sharedRes
+}
+
+func TestBuildPatchedTarball(t *testing.T) {
+	r := sharedBuild(t)
+	if r.Cached {
+		t.Fatalf("first build cached = true, want false")
+	}
+	if got, want := r.Version, "15.18"; got != want {
+		t.Fatalf("version = %q, want %q", got, want)
+	}
+	out, err := exec.Command(filepath.Join(r.BinDir, "postgres"), "--version").Output()
+	if err != nil {
+		t.Fatalf("postgres --version: %v", err)
+	}
+	if got := string(out); !strings.Contains(got, "15.18") {
+		t.Fatalf("postgres --version = %q, want 15.18", got)
+	}
+	for _, f := range []string{"bin/pgbench", "bin/initdb", "bin/pg_ctl", "bin/pg_config", StampName} {
+		if _, err := os.Stat(filepath.Join(r.Prefix, f)); err != nil {
+			t.Errorf("installed %s: %v", f, err)
+		}
+	}
+	// Where contrib lands depends on the prefix (PostgreSQL adds
+	// /postgresql to lib and share unless the prefix names it), so ask pg_config.
+	pgConfig := func(arg string) string {
+		out, err := exec.Command(filepath.Join(r.BinDir, "pg_config"), arg).Output()
+		if err != nil {
+			t.Fatalf("pg_config %s: %v", arg, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	pkglib, share := pgConfig("--pkglibdir"), pgConfig("--sharedir")
+	for _, m := range Contrib {
+		for _, f := range []string{filepath.Join(pkglib, m+".so"), filepath.Join(share, "extension", m+".control")} {
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("contrib %s: %v", m, err)
+			}
+		}
+	}
+	if got, want := r.Source.Kind, "tarball"; got != want {
+		t.Errorf("source kind = %q, want %q", got, want)
+	}
+	if len(r.Patches) != 1 || r.Patches[0].Name != "bgwriter-delay.patch" || len(r.Patches[0].SHA256) != 64 {
+		t.Errorf("patches = %+v, want one bgwriter-delay.patch with sha256", r.Patches)
+	}
+	if _, err := os.Stat(r.LogPath); err != nil {
+		t.Errorf("build log: %v", err)
+	}
+	ctx := context.Background()
+	parent, dataDir, err := pgctl.ScratchDir(sharedRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(parent)
+	c := &pgctl.Cluster{BinDir: r.BinDir, DataDir: dataDir}
+	if err := c.InitDB(ctx); err != nil {
+		t.Fatalf("initdb: %v", err)
+	}
+	got, err := c.Show(ctx, "bgwriter_delay")
+	if err != nil {
+		t.Fatalf("postgres -C bgwriter_delay: %v", err)
+	}
+	if want := "250"; got != want {
+		t.Fatalf("patched bgwriter_delay = %q, want %q", got, want)
+	}
+	// The stock Debian server still says 200ms, so the value comes from the patch.
+	if _, err := os.Stat("/usr/lib/postgresql/15/bin/postgres"); err == nil {
+		stock := &pgctl.Cluster{BinDir: "/usr/lib/postgresql/15/bin", DataDir: dataDir}
+		if got, err := stock.Show(ctx, "bgwriter_delay"); err != nil || got != "200" {
+			t.Errorf("stock bgwriter_delay = %q, %v, want 200", got, err)
+		}
+	}
+}
+
+func TestBuildCached(t *testing.T) {
+	first := sharedBuild(t)
+	opts := testOpts(t, first.Prefix)
+	start := time.Now()
+	r, err := Build(context.Background(), opts, nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("second build: %v", err)
+	}
+	t.Logf("cached build: %v", elapsed)
+	if !r.Cached {
+		t.Fatalf("cached = false, want true")
+	}
+	if r.BuildKey != first.BuildKey {
+		t.Fatalf("key = %s, want %s", r.BuildKey, first.BuildKey)
+	}
+	if elapsed >= time.Second {
+		t.Fatalf("cached build took %v, want under 1s", elapsed)
+	}
+	key, err := Key(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != first.BuildKey {
+		t.Fatalf("Key() = %s, want build key %s", key, first.BuildKey)
+	}
+}
+
+func TestKeyChanges(t *testing.T) {
+	tarball(t)
+	testhost.RequireCommand(t, "cc")
+	ctx := context.Background()
+	base := testOpts(t, "")
+	baseKey, err := Key(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Key(ctx, testOpts(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != baseKey {
+		t.Fatalf("same options: key %s, want %s", again, baseKey)
+	}
+
+	flag := testOpts(t, "")
+	flag.ConfigureFlags = append(flag.ConfigureFlags, "--with-libnuma")
+	if k := mustKey(t, flag); k == baseKey {
+		t.Errorf("extra configure flag: key unchanged %s", k)
+	}
+
+	cf := testOpts(t, "")
+	cf.CFlags = "-O3"
+	if k := mustKey(t, cf); k == baseKey {
+		t.Errorf("cflags: key unchanged %s", k)
+	}
+
+	b, err := os.ReadFile(testPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := []byte(strings.Replace(string(b), "250, 10", "251, 10", 1))
+	p2 := filepath.Join(t.TempDir(), "bgwriter-delay.patch")
+	if err := os.WriteFile(p2, b2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pp := testOpts(t, "")
+	pp.Patches = []string{p2}
+	if k := mustKey(t, pp); k == baseKey {
+		t.Errorf("one patch byte changed: key unchanged %s", k)
+	}
+
+	none := testOpts(t, "")
+	none.Patches = nil
+	if k := mustKey(t, none); k == baseKey {
+		t.Errorf("no patch: key unchanged %s", k)
+	}
+}
+
+func mustKey(t *testing.T, opts Options) string {
+	t.Helper()
+	k, err := Key(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Key: %v", err)
+	}
+	return k
+}
+
+func TestBuildBadPatch(t *testing.T) {
+	tb := tarball(t)
+	for _, tool := range []string{"cc", "make", "flex", "bison", "patch"} {
+		testhost.RequireCommand(t, tool)
+	}
+	root := scratchRoot(t)
+	bad := filepath.Join(root, "bad.patch")
+	b, err := os.ReadFile(testPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Context that is not in guc.c makes the hunk fail.
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(b), "&BgWriterDelay,", "&NoSuchVariable,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(root, "pg")
+	opts := Options{Tarball: tb, Patches: []string{bad}, ConfigureFlags: testFlags, Prefix: prefix}
+	_, err = Build(context.Background(), opts, nil)
+	var pe *PatchError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a PatchError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"bad.patch", "FAILED", "NoSuchVariable"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not contain %q", msg, want)
+		}
+	}
+	if _, err := os.Stat(prefix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("prefix after failed patch: stat err = %v, want not exist", err)
+	}
+	if _, err := os.Stat(filepath.Join(prefix, StampName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stamp after failed patch: stat err = %v, want not exist", err)
+	}
+	if _, err := os.Stat(prefix + ".work"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work dir after failed patch: stat err = %v, want removed", err)
+	}
+}
+
+func TestAdoptSystem(t *testing.T) {
+	bin := "/usr/lib/postgresql/15/bin"
+	testhost.RequireCommand(t, "pg_config", bin)
+	r, err := Build(context.Background(), Options{SystemBinDir: bin}, nil)
+	if err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	if got, want := r.Source.Kind, "system"; got != want {
+		t.Errorf("source kind = %q, want %q", got, want)
+	}
+	if got, want := r.BinDir, bin; got != want {
+		t.Errorf("bin_dir = %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(r.Version, "15.") {
+		t.Errorf("version = %q, want 15.x", r.Version)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		t.Errorf("adopted server gone: %v", err)
+	}
+	if _, err := Build(context.Background(), Options{SystemBinDir: t.TempDir()}, nil); err == nil {
+		t.Errorf("adopt empty dir: err = nil, want an error")
+	}
+}
+
+func TestMissingTools(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := checkTools(Options{Tarball: "x.tar.bz2"})
+	var me *MissingToolsError
+	if !errors.As(err, &me) {
+		t.Fatalf("err = %v, want MissingToolsError", err)
+	}
+	for _, want := range []string{"cc", "make", "flex", "bison", "patch", "bzip2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+func TestLockExcludes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "k.lock")
+	unlock, err := lock(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := lock(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second lock while held: err = %v, want deadline exceeded", err)
+	}
+	unlock()
+	again, err := lock(context.Background(), p)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	again()
+}
+
+func TestGitFetchRecordsCommit(t *testing.T) {
+	testhost.RequireCommand(t, "git")
+	repo := t.TempDir()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "configure"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "add", "configure")
+	git(repo, "commit", "-q", "-m", "one")
+	want := git(repo, "rev-parse", "HEAD")
+	git(repo, "tag", "v1")
+	if err := os.WriteFile(filepath.Join(repo, "later"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "add", "later")
+	git(repo, "commit", "-q", "-m", "two")
+
+	dir := t.TempDir()
+	got, err := gitFetch(context.Background(), dir, "file://"+repo, "v1", func(string, string) {})
+	if err != nil {
+		t.Fatalf("gitFetch: %v", err)
+	}
+	if got != want {
+		t.Fatalf("commit = %s, want %s (tag v1)", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "later")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("file from a later commit present: stat err = %v", err)
+	}
+	if _, err := gitFetch(context.Background(), t.TempDir(), "file://"+repo, "no-such-ref", func(string, string) {}); err == nil {
+		t.Errorf("fetch of a missing ref: err = nil, want an error")
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+)
+
+type buildCmd struct{}
+
+func init() { register(buildCmd{}) }
+
+func (buildCmd) Name() string { return "build" }
+func (buildCmd) Synopsis() string {
+	return "build PostgreSQL (stock or patched) into a cached prefix, or adopt an installed one"
+}
+
+// downloadDir keeps tarballs fetched by URL.
+const downloadDir = "/var/cache/pgbench/downloads"
+
+func (c buildCmd) Run(ctx context.Context, args []string) error {
+	var o output
+	fs := newFlagSet(c.Name(), c.Synopsis(), &o)
+	var opts pgbuild.Options
+	fs.StringVar(&opts.Tarball, "tarball", "", "release tarball: local path or http(s) URL")
+	fs.StringVar(&opts.SHA256, "sha256", "", "expected sha256 of the tarball")
+	fs.StringVar(&opts.GitURL, "git", "", "git repository URL (with --ref)")
+	fs.StringVar(&opts.GitRef, "ref", "", "git ref to fetch (branch, tag or commit)")
+	fs.StringVar(&opts.SystemBinDir, "system", "", "adopt the installed PostgreSQL in this bin directory")
+	fs.StringArrayVar(&opts.Patches, "patch", nil, "patch file applied with patch -p1 (repeatable, in order)")
+	fs.StringArrayVar(&opts.ConfigureFlags, "configure-flag", nil, "extra configure flag, e.g. --with-libnuma (repeatable)")
+	fs.StringVar(&opts.CFlags, "cflags", "", "CFLAGS for configure")
+	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
+	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
+	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the build dependencies with apt-get or dnf")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
+	}
+	n := 0
+	for _, s := range []string{opts.Tarball, opts.GitURL, opts.SystemBinDir} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return o.emit(nil, usagef("give exactly one of --tarball, --git or --system"), nil)
+	}
+	if (opts.GitURL != "") != (opts.GitRef != "") {
+		return o.emit(nil, usagef("--git and --ref go together"), nil)
+	}
+	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "") {
+		return o.emit(nil, usagef("--system builds nothing: --patch, --configure-flag and --cflags do not apply"), nil)
+	}
+	url := ""
+	if strings.HasPrefix(opts.Tarball, "http://") || strings.HasPrefix(opts.Tarball, "https://") {
+		url = opts.Tarball
+		p, err := download(ctx, url, opts.SHA256)
+		if err != nil {
+			return o.emit(nil, err, nil)
+		}
+		opts.Tarball = p
+	}
+	last := ""
+	progress := func(phase, line string) {
+		if phase != last {
+			fmt.Fprintf(o.stderr, "==> %s\n", phase)
+			last = phase
+		}
+		if strings.HasPrefix(line, "$ ") {
+			fmt.Fprintf(o.stderr, "    %s\n", line)
+		}
+	}
+	r, err := pgbuild.Build(ctx, opts, progress)
+	var me *pgbuild.MissingToolsError
+	if errors.As(err, &me) {
+		err = unmet(err)
+	}
+	if err == nil && url != "" {
+		r.Source.URL = url
+	}
+	return o.emit(r, err, func(w io.Writer) {
+		state := "built"
+		if r.Cached {
+			state = "reused"
+		}
+		if r.Source.Kind == "system" {
+			state = "adopted"
+		}
+		fmt.Fprintf(w, "%s PostgreSQL %s in %s (key %s, %.1fs)\n", state, r.Version, r.Prefix, r.BuildKey, r.Seconds)
+		if r.LogPath != "" {
+			fmt.Fprintf(w, "log: %s\n", r.LogPath)
+		}
+	})
+}
+
+// download fetches url into downloadDir (reusing a copy with the wanted
+// sha256) and returns the local path.
+func download(ctx context.Context, url, want string) (string, error) {
+	if err := os.MkdirAll(downloadDir, 0o755); err != nil {
+		return "", fmt.Errorf("make %s: %w", downloadDir, err)
+	}
+	dest := filepath.Join(downloadDir, path.Base(url))
+	if want != "" {
+		if sum, err := sha256File(dest); err == nil && strings.EqualFold(sum, want) {
+			return dest, nil
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download %s: %s", url, resp.Status)
+	}
+	tmp, err := os.CreateTemp(downloadDir, ".download-")
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, resp.Body); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return "", fmt.Errorf("download %s: %w", url, err)
+	}
+	return dest, nil
+}
+
+func sha256File(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

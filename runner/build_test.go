@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+func TestBuildSystemJSON(t *testing.T) {
+	bin := "/usr/lib/postgresql/15/bin"
+	testhost.RequireCommand(t, "pg_config", bin)
+	code, out, errOut := runCapture(t, "build", "--system", bin, "--json")
+	if code != 0 {
+		t.Fatalf("exit = %d, want 0; stderr %s", code, errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("parse %q: %v", out, err)
+	}
+	for _, k := range []string{"build_key", "prefix", "bin_dir", "version", "configure_args", "source", "patches", "seconds", "cached", "log_path"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("JSON has no %q: %s", k, out)
+		}
+	}
+	if got, want := r["bin_dir"], bin; got != want {
+		t.Errorf("bin_dir = %v, want %v", got, want)
+	}
+	src, _ := r["source"].(map[string]any)
+	if got, want := src["kind"], "system"; got != want {
+		t.Errorf("source.kind = %v, want %v", got, want)
+	}
+	if v, _ := r["version"].(string); !strings.HasPrefix(v, "15.") {
+		t.Errorf("version = %q, want 15.x", v)
+	}
+}
+
+func TestBuildUsage(t *testing.T) {
+	tests := [][]string{
+		{"build"},
+		{"build", "--tarball", "a.tar.bz2", "--system", "/usr/bin"},
+		{"build", "--git", "https://example.invalid/pg.git"},
+		{"build", "--system", "/usr/bin", "--patch", "x.patch"},
+	}
+	for _, args := range tests {
+		if code, _, _ := runCapture(t, append(args, "--json")...); code != exitUsage {
+			t.Errorf("%v: exit = %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func TestBuildBadPatchCLI(t *testing.T) {
+	tb := os.Getenv("PGBENCH_TEST_PG_TARBALL")
+	if tb == "" {
+		tb = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
+	}
+	if _, err := os.Stat(tb); err != nil {
+		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", tb, err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "nope.patch")
+	patch := "--- a/no/such/file.c\n+++ b/no/such/file.c\n@@ -1,1 +1,1 @@\n-old\n+new\n"
+	if err := os.WriteFile(bad, []byte(patch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(dir, "pg")
+	code, out, _ := runCapture(t, "build", "--tarball", tb, "--patch", bad, "--prefix", prefix, "--json")
+	if code != exitFailure {
+		t.Fatalf("exit = %d, want %d; out %s", code, exitFailure, out)
+	}
+	var doc struct {
+		Error struct{ Message, Kind string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("parse %q: %v", out, err)
+	}
+	if !strings.Contains(doc.Error.Message, "nope.patch") {
+		t.Errorf("error message %q does not name the patch", doc.Error.Message)
+	}
+	if _, err := os.Stat(prefix); !os.IsNotExist(err) {
+		t.Errorf("prefix after failed patch: stat err = %v, want not exist", err)
+	}
+}
