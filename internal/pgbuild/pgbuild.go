@@ -628,6 +628,24 @@ type builder struct {
 	logPath  string
 }
 
+// buildEnviron is this process's environment without the variables an
+// enclosing make exports (MAKEFLAGS, MAKELEVEL, ...). PostgreSQL's makefiles
+// generate headers such as utils/errcodes.h only when MAKELEVEL is 0, so a
+// build started from a make target (make test, a CI job) would otherwise
+// fail with "utils/errcodes.h: No such file or directory".
+func buildEnviron() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
 // run runs one build command in dir, streaming its output to the log and
 // progress, and returns its output.
 func (b *builder) run(phase, dir string, env []string, name string, args ...string) (string, error) {
@@ -636,7 +654,7 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 	b.progress(phase, "$ "+cmdline)
 	cmd := exec.CommandContext(b.ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
+	cmd.Env = append(append(buildEnviron(), "LC_ALL=C"), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var out bytes.Buffer

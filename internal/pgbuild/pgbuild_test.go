@@ -410,3 +410,21 @@ func TestGitFetchRecordsCommit(t *testing.T) {
 		t.Errorf("fetch of a missing ref: err = nil, want an error")
 	}
 }
+
+// A build started from a make target inherits MAKELEVEL and MAKEFLAGS;
+// PostgreSQL's makefiles skip generating headers then, so they must not
+// reach the build.
+func TestBuildEnvironDropsEnclosingMake(t *testing.T) {
+	t.Setenv("MAKELEVEL", "1")
+	t.Setenv("MAKEFLAGS", "w -j2")
+	t.Setenv("PGBUILD_KEEP_ME", "yes")
+	env := strings.Join(buildEnviron(), "\n")
+	for _, gone := range []string{"MAKELEVEL=", "MAKEFLAGS="} {
+		if strings.Contains(env, gone) {
+			t.Errorf("build environment has %s..., want it dropped", gone)
+		}
+	}
+	if !strings.Contains(env, "PGBUILD_KEEP_ME=yes") {
+		t.Errorf("build environment lost an ordinary variable")
+	}
+}
