@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -115,7 +117,7 @@ func (d *runnerDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	resp.Diagnostics.Append(diags...)
 	m.Architecture = types.StringValue(uname)
 	m.Source = types.StringValue(d.data.runner.describe)
-	m.SHA256 = types.StringValue(sha256Hex(bin))
+	m.SHA256 = types.StringValue(digest.SHA256(bin))
 	m.SizeBytes = types.Int64Value(int64(len(bin)))
 	m.ProviderVersion = types.StringValue(d.data.version)
 	m.EmbeddedArchitectures = archs

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -32,7 +34,7 @@ func TestAccEmbeddedRunner(t *testing.T) {
 				Config: `data "pgbench_runner" "this" { architecture = "` + runtime.GOARCH + `" }`,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("source"), knownvalue.StringExact("embedded")),
-					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex(want))),
+					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("sha256"), knownvalue.StringExact(digest.SHA256(want))),
 					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("embedded_architectures"),
 						knownvalue.ListPartial(map[int]knownvalue.Check{0: knownvalue.NotNull()})),
 				},

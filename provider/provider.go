@@ -3,8 +3,6 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"time"
@@ -185,10 +183,4 @@ func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource 
 
 func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewRunnerDataSource}
-}
-
-// sha256Hex is the lowercase hex sha256 of b.
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -79,7 +81,7 @@ data "pgbench_runner" "this" {
 `,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("source"), knownvalue.StringExact(bin)),
-					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("sha256"), knownvalue.StringExact(sha256Hex(content))),
+					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("sha256"), knownvalue.StringExact(digest.SHA256(content))),
 					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("size_bytes"), knownvalue.Int64Exact(int64(len(content)))),
 					statecheck.ExpectKnownValue("data.pgbench_runner.this", tfjsonpath.New("provider_version"), knownvalue.StringExact("test")),
 				},

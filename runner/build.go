@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
 )
@@ -115,7 +115,7 @@ func download(ctx context.Context, url, want string) (string, error) {
 	}
 	dest := filepath.Join(downloadDir, path.Base(url))
 	if want != "" {
-		if sum, err := sha256File(dest); err == nil && strings.EqualFold(sum, want) {
+		if sum, err := digest.FileSHA256(dest); err == nil && strings.EqualFold(sum, want) {
 			return dest, nil
 		}
 	}
@@ -147,17 +147,4 @@ func download(ctx context.Context, url, want string) (string, error) {
 		return "", fmt.Errorf("download %s: %w", url, err)
 	}
 	return dest, nil
-}
-
-func sha256File(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

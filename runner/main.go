@@ -100,17 +100,34 @@ func run(ctx context.Context, args []string, outW, errW io.Writer) int {
 }
 
 func exitCode(ctx context.Context, err error) int {
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	switch errorKind(err) {
+	case "usage":
+		return exitUsage
+	case "unmet":
+		return exitUnmet
+	case "interrupted":
+		return exitInterrupted
+	}
+	return exitFailure
+}
+
+// errorKind names the class of err, as the JSON error document and the exit
+// code report it: "usage", "unmet", "interrupted" or "failure".
+func errorKind(err error) string {
 	var ue *usageError
 	var me *unmetError
 	switch {
 	case errors.As(err, &ue):
-		return exitUsage
+		return "usage"
 	case errors.As(err, &me):
-		return exitUnmet
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return exitInterrupted
+		return "unmet"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
 	}
-	return exitFailure
+	return "failure"
 }
 
 func usage(w io.Writer) {

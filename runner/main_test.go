@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -85,5 +87,28 @@ func TestEveryCommandHasJSONAndHelp(t *testing.T) {
 				t.Errorf("%s --help exit code = %d, want 0", name, code)
 			}
 		})
+	}
+}
+
+// The JSON error kind and the exit code come from one classification, so
+// they cannot disagree.
+func TestErrorKindMatchesExitCode(t *testing.T) {
+	tests := []struct {
+		err      error
+		kind     string
+		wantCode int
+	}{
+		{usagef("bad --clients"), "usage", exitUsage},
+		{unmet(errors.New("no numactl")), "unmet", exitUnmet},
+		{fmt.Errorf("run pgbench: %w", context.Canceled), "interrupted", exitInterrupted},
+		{errors.New("boom"), "failure", exitFailure},
+	}
+	for _, tt := range tests {
+		if got := errorKind(tt.err); got != tt.kind {
+			t.Errorf("errorKind(%v) = %q, want %q", tt.err, got, tt.kind)
+		}
+		if got := exitCode(context.Background(), tt.err); got != tt.wantCode {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.wantCode)
+		}
 	}
 }

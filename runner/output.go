@@ -91,18 +91,7 @@ func (o *output) emit(v any, err error, text func(w io.Writer)) error {
 		if !o.json {
 			return err
 		}
-		kind := "failure"
-		var ue *usageError
-		var me *unmetError
-		switch {
-		case errors.As(err, &ue):
-			kind = "usage"
-		case errors.As(err, &me):
-			kind = "unmet"
-		case errors.Is(err, errInterrupted):
-			kind = "interrupted"
-		}
-		writeJSON(o.stdout, errorDoc{errorBody{Message: err.Error(), Kind: kind}})
+		writeJSON(o.stdout, errorDoc{errorBody{Message: err.Error(), Kind: errorKind(err)}})
 		fmt.Fprintf(o.stderr, "error: %v\n", err)
 		return &jsonReported{err}
 	}
@@ -114,8 +103,6 @@ func (o *output) emit(v any, err error, text func(w io.Writer)) error {
 	}
 	return nil
 }
-
-var errInterrupted = errors.New("interrupted")
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 )
 
 // DefaultRoot holds the default prefixes, one per build key.
@@ -111,19 +113,6 @@ func (e *PatchError) Error() string {
 
 func (e *PatchError) Unwrap() error { return e.Err }
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // CompilerVersion is the first line of `cc --version`.
 func CompilerVersion(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "cc", "--version").Output()
@@ -170,9 +159,8 @@ func readPatches(paths []string) ([][]byte, []Patch, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("read patch %s: %w", p, err)
 		}
-		sum := sha256.Sum256(b)
 		contents = append(contents, b)
-		infos = append(infos, Patch{Name: filepath.Base(p), SHA256: hex.EncodeToString(sum[:])})
+		infos = append(infos, Patch{Name: filepath.Base(p), SHA256: digest.SHA256(b)})
 	}
 	return contents, infos, nil
 }
@@ -183,7 +171,7 @@ func Key(ctx context.Context, opts Options) (string, error) {
 	var src string
 	switch {
 	case opts.Tarball != "":
-		sum, err := fileSHA256(opts.Tarball)
+		sum, err := digest.FileSHA256(opts.Tarball)
 		if err != nil {
 			return "", err
 		}
@@ -444,7 +432,7 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 			return Result{}, fmt.Errorf("tarball %s: %w", opts.Tarball, err)
 		}
 		opts.Tarball = abs
-		sum, err := fileSHA256(abs)
+		sum, err := digest.FileSHA256(abs)
 		if err != nil {
 			return Result{}, err
 		}

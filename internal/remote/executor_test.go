@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+
 	"golang.org/x/crypto/ssh"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
 // executors returns the local executor and an SSH executor to a fresh test
@@ -173,7 +176,7 @@ func TestUploadVerifyAndSkip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Upload: %v", err)
 			}
-			if res.Skipped || res.Bytes != int64(len(data)) || res.SHA256 != sha256Hex(data) {
+			if res.Skipped || res.Bytes != int64(len(data)) || res.SHA256 != digest.SHA256(data) {
 				t.Fatalf("first upload = %+v, want not skipped, %d bytes", res, len(data))
 			}
 			got, err := os.ReadFile(p)

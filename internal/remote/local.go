@@ -2,8 +2,6 @@ package remote
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 )
 
 // localExecutor runs commands on the machine the caller runs on.
@@ -103,9 +103,9 @@ func (localExecutor) Upload(ctx context.Context, r io.Reader, path string, mode 
 	if err != nil {
 		return UploadResult{}, fmt.Errorf("read content for %s: %w", path, err)
 	}
-	want := sha256Hex(data)
+	want := digest.SHA256(data)
 	res := UploadResult{SHA256: want, Bytes: int64(len(data))}
-	if got, err := fileSHA256(path); err == nil && got == want {
+	if got, err := digest.FileSHA256(path); err == nil && got == want {
 		if err := os.Chmod(path, mode); err != nil {
 			return res, fmt.Errorf("chmod %s: %w", path, err)
 		}
@@ -143,7 +143,7 @@ func (localExecutor) Upload(ctx context.Context, r io.Reader, path string, mode 
 	if err := os.Rename(tmp, path); err != nil {
 		return res, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
-	got, err := fileSHA256(path)
+	got, err := digest.FileSHA256(path)
 	if err != nil {
 		return res, fmt.Errorf("verify %s: %w", path, err)
 	}
@@ -151,22 +151,4 @@ func (localExecutor) Upload(ctx context.Context, r io.Reader, path string, mode 
 		return res, fmt.Errorf("verify %s: sha256 is %s, want %s", path, got, want)
 	}
 	return res, nil
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

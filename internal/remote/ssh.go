@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -552,7 +554,7 @@ func (e *SSHExecutor) Upload(ctx context.Context, r io.Reader, p string, mode fs
 	if err != nil {
 		return UploadResult{}, fmt.Errorf("read content for %s: %w", p, err)
 	}
-	want := sha256Hex(data)
+	want := digest.SHA256(data)
 	res := UploadResult{SHA256: want, Bytes: int64(len(data))}
 	got, err := e.remoteSHA256(ctx, p)
 	if err != nil {
