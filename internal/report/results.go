@@ -1,0 +1,149 @@
+// Package report turns the runs of an A/B campaign into the results a
+// reviewer reads: per-cell statistics and comparisons (computed with
+// golang.org/x/perf/benchmath, the library behind benchstat), and the files
+// written next to the journal: results.json, results.csv, summary.md, one
+// benchstat file per variant, and a chart.
+package report
+
+import "time"
+
+// SchemaVersion is the version of the results.json layout. The provider
+// refuses documents with a version it does not know; bump it on any
+// incompatible change.
+const SchemaVersion = 1
+
+// Results is results.json: the contract between the runner and the provider.
+type Results struct {
+	SchemaVersion int       `json:"schema_version"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	WallSeconds   float64   `json:"wall_seconds"`
+	// Command is the runner command line that reproduces the campaign.
+	Command  []string  `json:"command"`
+	Variants []Variant `json:"variants"`
+	Workload Workload  `json:"workload"`
+	// Alpha is the significance level of the verdicts.
+	Alpha float64 `json:"alpha"`
+	Cells []Cell  `json:"cells"`
+	// Runs are in the order they ran.
+	Runs []Run `json:"runs"`
+	// Sysinfo is the host's `pgbench-runner sysinfo --json` document, kept
+	// verbatim so everything that could explain a difference travels with
+	// the numbers.
+	Sysinfo any `json:"sysinfo,omitempty"`
+	// Warnings are things a reviewer should know (client and server share
+	// CPUs, too few iterations for significance, runs that drifted).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Variant is one side of the comparison: a build plus settings.
+type Variant struct {
+	Name   string `json:"name"`
+	BinDir string `json:"bin_dir"`
+	// Version is what `postgres --version` printed, e.g. "postgres (PostgreSQL) 15.18".
+	Version string `json:"version"`
+	// Settings are the effective postgresql.conf settings: the shared ones
+	// with the variant's own on top.
+	Settings map[string]string `json:"settings"`
+	// HugePages is what was asked for (on, off, try); HugePagesObserved is
+	// what the running server really used: "on", "off" or "unknown".
+	HugePages         string `json:"huge_pages"`
+	HugePagesObserved string `json:"huge_pages_observed"`
+	DataDir           string `json:"data_dir"`
+}
+
+// Workload is what each run executed.
+type Workload struct {
+	Mode             string  `json:"mode"` // select-only, tpcb, simple-update, custom
+	Script           string  `json:"script,omitempty"`
+	Scale            int     `json:"scale"`
+	Clients          []int   `json:"clients"`
+	Threads          string  `json:"threads"` // a number or "auto"
+	DurationSeconds  float64 `json:"duration_seconds"`
+	Iterations       int     `json:"iterations"`
+	Protocol         string  `json:"protocol"`
+	WarmupSeconds    float64 `json:"warmup_seconds"`
+	CheckpointBefore bool    `json:"checkpoint_before"`
+	Restart          string  `json:"restart"` // never, cell, run
+	Order            string  `json:"order"`   // alternate, randomized
+	Seed             int64   `json:"seed"`
+	ServerNUMA       string  `json:"server_numa,omitempty"`
+	ClientNUMA       string  `json:"client_numa,omitempty"`
+}
+
+// Cell is one client count: each variant's statistics and the comparisons
+// of every candidate against the baseline (the first variant).
+type Cell struct {
+	Clients     int                    `json:"clients"`
+	Variants    map[string]VariantCell `json:"variants"`
+	Comparisons []Comparison           `json:"comparisons"`
+}
+
+// VariantCell summarizes every iteration of one variant at one client count.
+type VariantCell struct {
+	TPS       []float64 `json:"tps"` // in run order
+	MedianTPS float64   `json:"median_tps"`
+	MinTPS    float64   `json:"min_tps"`
+	MaxTPS    float64   `json:"max_tps"`
+	IQRTPS    float64   `json:"iqr_tps"`
+	// CV is the coefficient of variation (stddev / mean) of TPS, a fraction.
+	CV        float64 `json:"cv"`
+	LatencyMS Latency `json:"latency_ms"` // medians over the iterations
+	// DriftingRuns counts iterations whose per-second throughput drifted.
+	DriftingRuns int `json:"drifting_runs"`
+}
+
+// Latency is in milliseconds. Percentiles come from pgbench's per-transaction
+// log; zero means the log was not available.
+type Latency struct {
+	Avg    float64 `json:"avg"`
+	Stddev float64 `json:"stddev"`
+	P50    float64 `json:"p50"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+}
+
+// Comparison is candidate vs baseline at one client count.
+type Comparison struct {
+	Baseline  string `json:"baseline"`
+	Candidate string `json:"candidate"`
+	// DeltaPct is (median(candidate) / median(baseline) - 1) * 100.
+	DeltaPct float64 `json:"delta_pct"`
+	// CILowPct and CIHighPct bound DeltaPct at 95% confidence; nil when the
+	// samples are too small for an interval.
+	CILowPct  *float64 `json:"ci_low_pct"`
+	CIHighPct *float64 `json:"ci_high_pct"`
+	// PValue is from a Mann-Whitney U test.
+	PValue float64 `json:"p_value"`
+	// Verdict is "faster", "slower" or "no-difference" (the candidate,
+	// relative to the baseline, at Results.Alpha).
+	Verdict string `json:"verdict"`
+	// Note explains a verdict that could not have gone otherwise, e.g. too
+	// few iterations for any difference to reach significance.
+	Note string `json:"note,omitempty"`
+}
+
+// Run is one pgbench execution, as appended to the journal.
+type Run struct {
+	Seq       int       `json:"seq"` // 1-based position in the campaign's order
+	Variant   string    `json:"variant"`
+	Clients   int       `json:"clients"`
+	Iteration int       `json:"iteration"` // 1-based
+	TPS       float64   `json:"tps"`
+	StartedAt time.Time `json:"started_at"`
+	Seconds   float64   `json:"seconds"` // wall time of the pgbench process
+	LatencyMS Latency   `json:"latency_ms"`
+	// Transactions and FailedTransactions are pgbench's counts.
+	Transactions       int64  `json:"transactions"`
+	FailedTransactions int64  `json:"failed_transactions"`
+	PgbenchVersion     string `json:"pgbench_version"`
+	// TPSSeries is throughput per second of the run, from the aggregate log.
+	TPSSeries []float64 `json:"tps_series,omitempty"`
+	// Drift says the throughput moved during the run by more than the
+	// runner's threshold (first vs last third of TPSSeries).
+	Drift    bool    `json:"drift"`
+	DriftPct float64 `json:"drift_pct"`
+	// LogDir is where the raw pgbench output and logs of the run are,
+	// relative to the campaign directory.
+	LogDir string `json:"log_dir"`
+}

@@ -1,0 +1,231 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+)
+
+// connectionModel is the object pgbench_host exports as `connection` and the
+// other resources take as input. It carries everything needed to reach the
+// host again and to find the runner on it, so that pgbench_hugepage_pool,
+// pgbench_postgres_build and pgbench_ab_benchmark need no provider-side
+// lookup of the host resource.
+type connectionModel struct {
+	// Mode is "ssh" or "local" ("ec2" hosts are reached over ssh too).
+	Mode types.String `tfsdk:"mode"`
+	Host types.String `tfsdk:"host"`
+	Port types.Int64  `tfsdk:"port"`
+	User types.String `tfsdk:"user"`
+	// PrivateKey is PEM or OpenSSH; HostKey is an authorized_keys line or a
+	// SHA256: fingerprint.
+	PrivateKey types.String `tfsdk:"private_key"`
+	HostKey    types.String `tfsdk:"host_key"`
+	// Bastion* describe an optional jump host; BastionHost "" means none.
+	BastionHost       types.String `tfsdk:"bastion_host"`
+	BastionPort       types.Int64  `tfsdk:"bastion_port"`
+	BastionUser       types.String `tfsdk:"bastion_user"`
+	BastionPrivateKey types.String `tfsdk:"bastion_private_key"`
+	BastionHostKey    types.String `tfsdk:"bastion_host_key"`
+	// RunnerPath is the absolute path of pgbench-runner on the host.
+	RunnerPath types.String `tfsdk:"runner_path"`
+	// HostID is the id of the pgbench_host the connection belongs to.
+	HostID types.String `tfsdk:"host_id"`
+}
+
+// connectionAttrTypes are the attribute types of the connection object, for
+// building it as a types.Object.
+var connectionAttrTypes = map[string]attr.Type{
+	"mode":                types.StringType,
+	"host":                types.StringType,
+	"port":                types.Int64Type,
+	"user":                types.StringType,
+	"private_key":         types.StringType,
+	"host_key":            types.StringType,
+	"bastion_host":        types.StringType,
+	"bastion_port":        types.Int64Type,
+	"bastion_user":        types.StringType,
+	"bastion_private_key": types.StringType,
+	"bastion_host_key":    types.StringType,
+	"runner_path":         types.StringType,
+	"host_id":             types.StringType,
+}
+
+var connectionDescriptions = map[string]string{
+	"mode":                "`ssh` or `local`.",
+	"host":                "Address the host is reached at (ssh).",
+	"port":                "SSH port.",
+	"user":                "SSH user.",
+	"private_key":         "SSH private key.",
+	"host_key":            "The host's pinned SSH host key: an `authorized_keys` line or a `SHA256:` fingerprint.",
+	"bastion_host":        "Jump host address, empty when the host is reached directly.",
+	"bastion_port":        "Jump host SSH port.",
+	"bastion_user":        "Jump host SSH user.",
+	"bastion_private_key": "Jump host SSH private key.",
+	"bastion_host_key":    "Jump host's pinned SSH host key.",
+	"runner_path":         "Absolute path of `pgbench-runner` on the host.",
+	"host_id":             "ID of the `pgbench_host` this connection belongs to.",
+}
+
+// connectionInputAttribute is the `connection` argument of the resources that
+// work on a host: required, sensitive, and taken whole from
+// `pgbench_host.<name>.connection`. A different connection means a
+// different host, so it forces replacement.
+func connectionInputAttribute(requiresReplace bool) schema.SingleNestedAttribute {
+	attrs := map[string]schema.Attribute{}
+	for name, t := range connectionAttrTypes {
+		desc := connectionDescriptions[name]
+		if t == types.Int64Type {
+			attrs[name] = schema.Int64Attribute{Optional: true, MarkdownDescription: desc}
+		} else {
+			attrs[name] = schema.StringAttribute{Optional: true, MarkdownDescription: desc,
+				Sensitive: name == "private_key" || name == "bastion_private_key"}
+		}
+	}
+	a := schema.SingleNestedAttribute{
+		Required:  true,
+		Sensitive: true,
+		MarkdownDescription: "How to reach the host and its runner: set this to `pgbench_host.<name>.connection`. " +
+			"Changing it replaces the resource.",
+		Attributes: attrs,
+	}
+	if requiresReplace {
+		a.PlanModifiers = requiresReplaceObject
+	}
+	return a
+}
+
+var requiresReplaceObject = []planmodifier.Object{objectplanmodifier.RequiresReplace()}
+
+// connectionOutputAttribute is pgbench_host's computed `connection`.
+func connectionOutputAttribute() schema.SingleNestedAttribute {
+	attrs := map[string]schema.Attribute{}
+	for name, t := range connectionAttrTypes {
+		desc := connectionDescriptions[name]
+		if t == types.Int64Type {
+			attrs[name] = schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+		} else {
+			attrs[name] = schema.StringAttribute{Computed: true, MarkdownDescription: desc,
+				Sensitive: name == "private_key" || name == "bastion_private_key"}
+		}
+	}
+	return schema.SingleNestedAttribute{
+		Computed:  true,
+		Sensitive: true,
+		MarkdownDescription: "Everything the other resources need to work on this host. Pass it whole: " +
+			"`connection = pgbench_host.<name>.connection`.",
+		Attributes: attrs,
+	}
+}
+
+// objectValue converts the model to a types.Object for state.
+func (c connectionModel) objectValue(ctx context.Context) (types.Object, error) {
+	obj, diags := types.ObjectValueFrom(ctx, connectionAttrTypes, c)
+	if diags.HasError() {
+		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("build connection object: %v", diags)
+	}
+	return obj, nil
+}
+
+// connectionFromObject reads a connection object from config, plan or state.
+func connectionFromObject(ctx context.Context, obj types.Object) (connectionModel, error) {
+	var c connectionModel
+	if obj.IsNull() || obj.IsUnknown() {
+		return c, errors.New("connection is not known yet")
+	}
+	diags := obj.As(ctx, &c, basetypes.ObjectAsOptions{})
+	if diags.HasError() {
+		return c, fmt.Errorf("read connection: %v", diags)
+	}
+	return c, nil
+}
+
+// dial opens an executor for the host the connection describes. Close it
+// when done.
+func (c connectionModel) dial(ctx context.Context) (remote.Executor, error) {
+	switch c.Mode.ValueString() {
+	case "local":
+		return remote.NewLocal(), nil
+	case "ssh", "ec2":
+		cfg := remote.SSHConfig{
+			Host:        c.Host.ValueString(),
+			Port:        int(c.Port.ValueInt64()),
+			User:        c.User.ValueString(),
+			PrivateKey:  []byte(c.PrivateKey.ValueString()),
+			HostKey:     c.HostKey.ValueString(),
+			DialTimeout: 30 * time.Second,
+		}
+		if b := c.BastionHost.ValueString(); b != "" {
+			cfg.Bastion = &remote.SSHConfig{
+				Host:        b,
+				Port:        int(c.BastionPort.ValueInt64()),
+				User:        c.BastionUser.ValueString(),
+				PrivateKey:  []byte(c.BastionPrivateKey.ValueString()),
+				HostKey:     c.BastionHostKey.ValueString(),
+				DialTimeout: 30 * time.Second,
+			}
+		}
+		return remote.DialSSH(ctx, cfg)
+	default:
+		return nil, fmt.Errorf("connection mode %q is not ssh or local; pass pgbench_host.<name>.connection", c.Mode.ValueString())
+	}
+}
+
+// runnerError is a runner subcommand that failed and said why in its JSON
+// error document.
+type runnerError struct {
+	Args     []string
+	Kind     string // "usage", "unmet", "failed", "interrupted"
+	Message  string
+	ExitCode int
+}
+
+func (e *runnerError) Error() string {
+	return fmt.Sprintf("pgbench-runner %s: %s", strings.Join(e.Args, " "), e.Message)
+}
+
+// runRunner runs `pgbench-runner ARGS... --json` on the host and decodes its
+// JSON document into out (which may be nil). A failure the runner reported
+// becomes a *runnerError carrying its message; onStderr, when set, receives
+// each stderr line as it arrives (progress events).
+func runRunner(ctx context.Context, ex remote.Executor, runnerPath string, out any, onStderr func(string), args ...string) error {
+	argv := append([]string{runnerPath}, args...)
+	argv = append(argv, "--json")
+	res, err := ex.Run(ctx, remote.Command{Args: argv, OnStderr: onStderr})
+	if err != nil {
+		var ee *remote.ExitError
+		if errors.As(err, &ee) {
+			var doc struct {
+				Error *struct {
+					Message string `json:"message"`
+					Kind    string `json:"kind"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(bytes.TrimSpace(res.Stdout), &doc) == nil && doc.Error != nil {
+				return &runnerError{Args: args, Kind: doc.Error.Kind, Message: doc.Error.Message, ExitCode: ee.ExitCode}
+			}
+		}
+		return fmt.Errorf("run pgbench-runner %s on %s: %w", strings.Join(args, " "), ex, err)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(res.Stdout, out); err != nil {
+		return fmt.Errorf("pgbench-runner %s on %s printed output that is not its JSON document (%v): %.300s",
+			strings.Join(args, " "), ex, err, res.Stdout)
+	}
+	return nil
+}
