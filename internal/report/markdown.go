@@ -1,0 +1,406 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+)
+
+// WriteMarkdown writes summary.md: a table of every client count ready to
+// paste into a pgsql-hackers mail, followed by what a reader needs to
+// judge it (host, variants, workload, warnings) and the exact command that
+// reproduces it.
+func WriteMarkdown(w io.Writer, r *Results) error {
+	var b strings.Builder
+	wl := r.Workload
+	title := "pgbench A/B"
+	if wl.Mode != "" {
+		title += ": " + wl.Mode
+		if wl.Scale > 0 {
+			title += fmt.Sprintf(", scale %d", wl.Scale)
+		}
+	}
+	fmt.Fprintf(&b, "# %s\n\n", mdText(title))
+
+	names := make([]string, len(r.Variants))
+	for i, v := range r.Variants {
+		names[i] = v.Name
+	}
+	if len(names) > 0 {
+		iters := wl.Iterations
+		fmt.Fprintf(&b, "Median TPS of %s per variant and client count, min-max in parentheses. ",
+			plural(iters, "iteration")+durationText(wl.DurationSeconds))
+		if len(names) > 1 {
+			fmt.Fprintf(&b, "Delta: candidate median vs %s median; %g%% confidence interval of the delta; "+
+				"p: Mann-Whitney U test; verdict at alpha = %g.", mdText(names[0]), Confidence*100, r.Alpha)
+		}
+		b.WriteString("\n\n")
+		writeResultsTable(&b, r, names)
+		writeLatencyTable(&b, r, names)
+	}
+
+	writeHost(&b, r.Sysinfo)
+
+	if len(r.Variants) > 0 {
+		b.WriteString("\n## Variants\n\n")
+		b.WriteString("| variant | version | bin dir | huge pages (requested / observed) | settings |\n")
+		b.WriteString("|:--|:--|:--|:--|:--|\n")
+		for _, v := range r.Variants {
+			bin := "n/a"
+			if v.BinDir != "" {
+				bin = "`" + mdCode(v.BinDir) + "`"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s | %s |\n",
+				mdCell(v.Name), mdCell(orNA(v.Version)), bin,
+				mdCell(orNA(v.HugePages)), mdCell(orNA(v.HugePagesObserved)), settingsText(v.Settings))
+		}
+	}
+
+	b.WriteString("\n## Workload\n\n")
+	writeWorkload(&b, wl)
+	if r.WallSeconds > 0 {
+		fmt.Fprintf(&b, "- wall time: %s\n", humanSeconds(r.WallSeconds))
+	}
+	if !r.StartedAt.IsZero() {
+		fmt.Fprintf(&b, "- started: %s\n", fmtTime(r.StartedAt))
+	}
+
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n## Warnings\n\n")
+		for _, msg := range r.Warnings {
+			fmt.Fprintf(&b, "- %s\n", mdText(msg))
+		}
+	}
+
+	if len(r.Command) > 0 {
+		fmt.Fprintf(&b, "\n## Reproduce\n\n```sh\n%s\n```\n", remote.QuoteArgs(r.Command))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeResultsTable(b *strings.Builder, r *Results, names []string) {
+	base := names[0]
+	cands := names[1:]
+	b.WriteString("| clients |")
+	for _, n := range names {
+		fmt.Fprintf(b, " %s |", mdCell(n))
+	}
+	for _, c := range cands {
+		fmt.Fprintf(b, " %s vs %s | %g%% CI | p | verdict |", mdCell(c), mdCell(base), Confidence*100)
+	}
+	b.WriteString("\n|--:|")
+	b.WriteString(strings.Repeat("--:|", len(names)))
+	b.WriteString(strings.Repeat("--:|--:|--:|:--|", len(cands)))
+	b.WriteString("\n")
+	for _, cell := range r.Cells {
+		fmt.Fprintf(b, "| %d |", cell.Clients)
+		for _, n := range names {
+			vc, ok := cell.Variants[n]
+			if !ok || len(vc.TPS) == 0 {
+				b.WriteString(" n/a |")
+				continue
+			}
+			fmt.Fprintf(b, " %.1f (%.1f-%.1f) |", vc.MedianTPS, vc.MinTPS, vc.MaxTPS)
+		}
+		for _, c := range cands {
+			cmp, ok := findComparison(cell, base, c)
+			if !ok {
+				b.WriteString(" n/a | n/a | n/a | n/a |")
+				continue
+			}
+			verdict := cmp.Verdict
+			if cmp.Note != "" {
+				verdict += " (too few iterations)"
+			}
+			fmt.Fprintf(b, " %s | %s | %s | %s |", pct(cmp.DeltaPct), ciText(cmp), pValue(cmp.PValue), verdict)
+		}
+		b.WriteString("\n")
+	}
+}
+
+// writeLatencyTable shows the latencies behind the TPS numbers, which
+// often explain a throughput difference (or its absence). It is left out
+// when pgbench gave no latencies at all.
+func writeLatencyTable(b *strings.Builder, r *Results, names []string) {
+	have := false
+	for _, cell := range r.Cells {
+		for _, vc := range cell.Variants {
+			if vc.LatencyMS != (Latency{}) {
+				have = true
+			}
+		}
+	}
+	if !have {
+		return
+	}
+	b.WriteString("\nLatency in ms, median over the iterations: average / p95 / p99.\n\n| clients |")
+	for _, n := range names {
+		fmt.Fprintf(b, " %s |", mdCell(n))
+	}
+	b.WriteString("\n|--:|" + strings.Repeat("--:|", len(names)) + "\n")
+	for _, cell := range r.Cells {
+		fmt.Fprintf(b, "| %d |", cell.Clients)
+		for _, n := range names {
+			l := cell.Variants[n].LatencyMS
+			fmt.Fprintf(b, " %s / %s / %s |", msText(l.Avg), msText(l.P95), msText(l.P99))
+		}
+		b.WriteString("\n")
+	}
+}
+
+func msText(v float64) string {
+	switch {
+	case v == 0:
+		return "n/a"
+	case v < 10:
+		return fmt.Sprintf("%.3f", v)
+	case v < 100:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func findComparison(cell Cell, base, cand string) (Comparison, bool) {
+	for _, c := range cell.Comparisons {
+		if c.Baseline == base && c.Candidate == cand {
+			return c, true
+		}
+	}
+	return Comparison{}, false
+}
+
+func pct(v float64) string { return fmt.Sprintf("%+.2f%%", v) }
+
+func ciText(c Comparison) string {
+	if c.CILowPct == nil || c.CIHighPct == nil {
+		return "n/a"
+	}
+	return pct(*c.CILowPct) + " .. " + pct(*c.CIHighPct)
+}
+
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func durationText(s float64) string {
+	if s <= 0 {
+		return ""
+	}
+	return " of " + humanSeconds(s)
+}
+
+func humanSeconds(s float64) string {
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%.0f s (%.1f h)", s, s/3600)
+	case s >= 120:
+		return fmt.Sprintf("%.0f s (%.1f min)", s, s/60)
+	case s == math.Trunc(s):
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}
+
+func writeWorkload(b *strings.Builder, wl Workload) {
+	item := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(b, "- %s: %s\n", k, v)
+		}
+	}
+	item("mode", mdText(wl.Mode))
+	if wl.Script != "" {
+		item("script", "`"+mdCode(wl.Script)+"`")
+	}
+	if wl.Scale > 0 {
+		item("scale", fmt.Sprint(wl.Scale))
+	}
+	if len(wl.Clients) > 0 {
+		cs := make([]string, len(wl.Clients))
+		for i, c := range wl.Clients {
+			cs[i] = fmt.Sprint(c)
+		}
+		item("clients", strings.Join(cs, ", "))
+	}
+	item("threads", mdText(wl.Threads))
+	if wl.DurationSeconds > 0 {
+		item("duration", humanSeconds(wl.DurationSeconds))
+	}
+	if wl.Iterations > 0 {
+		item("iterations", fmt.Sprint(wl.Iterations))
+	}
+	item("protocol", mdText(wl.Protocol))
+	if wl.WarmupSeconds > 0 {
+		item("warmup", humanSeconds(wl.WarmupSeconds))
+	}
+	if wl.CheckpointBefore {
+		item("checkpoint before each run", "yes")
+	}
+	item("server restarts", mdText(wl.Restart))
+	if wl.Order != "" {
+		order := mdText(wl.Order)
+		if wl.Order == "randomized" {
+			order += fmt.Sprintf(" (seed %d)", wl.Seed)
+		}
+		item("order", order)
+	}
+	if wl.ServerNUMA != "" {
+		item("server pinning", "`numactl --"+mdCode(wl.ServerNUMA)+"`")
+	}
+	if wl.ClientNUMA != "" {
+		item("client pinning", "`numactl --"+mdCode(wl.ClientNUMA)+"`")
+	}
+}
+
+// writeHost prints the host facts that most often explain a difference.
+// Sysinfo is kept as a generic document, so it is read back through JSON
+// and only the keys present are printed.
+func writeHost(b *strings.Builder, sysinfo any) {
+	if sysinfo == nil {
+		return
+	}
+	raw, err := json.Marshal(sysinfo)
+	if err != nil {
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return
+	}
+	var lines []string
+	add := func(k, v string) {
+		if v != "" {
+			lines = append(lines, fmt.Sprintf("- %s: %s", k, mdText(v)))
+		}
+	}
+	add("kernel", str(m["kernel"]))
+	add("os", str(m["os"]))
+	add("cpu model", str(m["cpu_model"]))
+	cpus := str(m["cpus"])
+	if cpus != "" {
+		var extra []string
+		for _, k := range []struct{ key, word string }{{"sockets", "socket"}, {"cores", "core"}, {"threads_per_core", "thread"}} {
+			if n, ok := m[k.key].(float64); ok && n > 0 {
+				w := plural(int(n), k.word)
+				if k.key == "threads_per_core" {
+					w += " per core"
+				}
+				extra = append(extra, w)
+			}
+		}
+		if len(extra) > 0 {
+			cpus += " (" + strings.Join(extra, ", ") + ")"
+		}
+	}
+	add("cpus", cpus)
+	switch nodes := m["numa_nodes"].(type) {
+	case []any:
+		add("numa nodes", fmt.Sprint(len(nodes)))
+	case nil:
+	default:
+		add("numa nodes", str(nodes))
+	}
+	if mem, ok := m["memory_total_bytes"].(float64); ok && mem > 0 {
+		add("memory", fmt.Sprintf("%.1f GiB", mem/(1<<30)))
+	} else {
+		add("memory", str(m["memory"]))
+	}
+	add("governor", str(m["governor"]))
+	add("numa_balancing", str(m["numa_balancing"]))
+	add("transparent huge pages", str(m["thp"]))
+	if pools, ok := m["hugepages"].([]any); ok {
+		var ps []string
+		for _, p := range pools {
+			pm, ok := p.(map[string]any)
+			if !ok {
+				continue
+			}
+			size, _ := pm["size_bytes"].(float64)
+			ps = append(ps, fmt.Sprintf("%s: %s total, %s free, %s reserved",
+				bytesText(size), str(pm["total"]), str(pm["free"]), str(pm["reserved"])))
+		}
+		add("huge pages", strings.Join(ps, "; "))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("\n## Host\n\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n")
+}
+
+func bytesText(n float64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%g GiB", n/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%g MiB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%g KiB", n/(1<<10))
+	}
+	return fmt.Sprintf("%g B", n)
+}
+
+// str prints a scalar from a decoded JSON document; other kinds are empty.
+func str(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return fmtFloat(v)
+	case bool:
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func settingsText(s map[string]string) string {
+	if len(s) == 0 {
+		return "defaults"
+	}
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "`" + mdCode(k+"="+s[k]) + "`"
+	}
+	return strings.Join(parts, " ")
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+// mdText keeps free text from breaking the layout: one line, no table
+// separators.
+func mdText(s string) string {
+	return strings.ReplaceAll(oneLine(s), "|", `\|`)
+}
+
+func mdCell(s string) string { return mdText(s) }
+
+// mdCode is for text inside backticks, where a backtick would end the span.
+func mdCode(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(oneLine(s), "`", "'"), "|", `\|`)
+}
