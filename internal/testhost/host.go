@@ -34,13 +34,15 @@ type Host struct {
 	Namespace          string
 	Dir                string // temp dir with the keys, config and sshd log
 
-	logPath string
-	behind  *Host
+	logPath    string
+	behind     *Host
+	extraAuthz []string
 }
 
 type options struct {
-	sshd   bool
-	behind *Host
+	sshd       bool
+	behind     *Host
+	authorized []string
 }
 
 // Option changes what New sets up.
@@ -56,6 +58,13 @@ func WithoutSSHD() Option { return func(o *options) { o.sshd = false } }
 // instance is reachable only through a jump host. HostAddr is then the
 // bastion's address on that link.
 func Behind(bastion *Host) Option { return func(o *options) { o.behind = bastion } }
+
+// WithAuthorizedKey makes sshd accept, besides ClientKeyPEM, the key of an
+// authorized_keys-format line: the key pair an EC2 launch names, so a
+// simulated instance admits exactly the key the launch gave it.
+func WithAuthorizedKey(line string) Option {
+	return func(o *options) { o.authorized = append(o.authorized, strings.TrimSpace(line)) }
+}
 
 const (
 	sshdPath = "/usr/sbin/sshd"
@@ -101,6 +110,7 @@ func New(t testing.TB, opts ...Option) *Host {
 	}
 	onHostSide := func(args ...string) []string { return append(append([]string{}, hostSide...), args...) }
 	h.behind = o.behind
+	h.extraAuthz = o.authorized
 	t.Cleanup(func() {
 		// Processes still in the namespace (sshd sessions) would keep it
 		// alive; kill them before deleting it.
@@ -195,7 +205,11 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 	authKeys := filepath.Join(h.Dir, "authorized_keys")
 	cfgFile := filepath.Join(h.Dir, "sshd_config")
 	write(t, hostKeyFile, hostKeyPEM, 0o600)
-	write(t, authKeys, ssh.MarshalAuthorizedKey(cpk), 0o600)
+	authz := ssh.MarshalAuthorizedKey(cpk)
+	for _, l := range h.extraAuthz {
+		authz = append(authz, l+"\n"...)
+	}
+	write(t, authKeys, authz, 0o600)
 	cfg := fmt.Sprintf(`ListenAddress %s
 ListenAddress 127.0.0.1
 Port %d

@@ -1,0 +1,175 @@
+// Package ec2host is the EC2 lifecycle of a benchmark host: launch with a
+// termination guarantee (client token, terminate-on-shutdown, a dead-man
+// power-off in user data, expiry tags), wait for running and for SSH,
+// terminate and wait for terminated, sweep expired orphans, and price.
+// It returns Go errors; the provider turns them into diagnostics.
+//
+// The create of an ec2 host goes:
+//
+//	c, _ := ec2host.New(ctx, ec2host.Config{Region: "us-east-2"})
+//	kp, _ := ec2host.GenerateKeyPair()          // unless key_name is given
+//	c.ImportKeyPair(ctx, name, kp.PublicKeyLine, nil)
+//	sg, _ := c.CreateSSHSecurityGroup(ctx, name, vpc, cidrs, 22) // unless security_group_ids
+//	in, err := c.Launch(ctx, ec2host.Spec{..., ClientToken: tok,
+//		OnLaunched: func(id string) { /* save id in state now */ }})
+//	in, err = c.WaitRunning(ctx, in.ID)
+//	ex, err := c.WaitSSH(ctx, in, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM})
+//
+// and its destroy is Terminate (waits for terminated), DeleteSecurityGroup
+// (retries while the instance still holds the group), DeleteKeyPair. Every
+// error after OnLaunched leaves the id with the caller, so a tainted
+// resource's destroy terminates it; Launch itself terminates an instance
+// whose RunInstances response was an error.
+package ec2host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+)
+
+// Config says how to reach EC2 and how patiently.
+type Config struct {
+	Region string
+	// Endpoint overrides the EC2 endpoint (tests: an ec2sim URL).
+	Endpoint string
+	// AccessKeyID and SecretAccessKey (and SessionToken) give static
+	// credentials; empty means the SDK's default chain.
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// Profile selects a shared-config profile for the default chain.
+	Profile string
+
+	// MaxAttempts bounds the SDK's attempts per call, throttling included
+	// (default 8). MaxBackoff caps the jittered exponential backoff
+	// between them (default 20s).
+	MaxAttempts int
+	MaxBackoff  time.Duration
+
+	// PollInterval is the delay between state checks while waiting for
+	// running or terminated (default 15s; metal takes minutes).
+	PollInterval time.Duration
+	// NotFoundGrace is how long WaitRunning accepts "no such instance"
+	// for a just-launched id, EC2 being eventually consistent (default 2m).
+	NotFoundGrace time.Duration
+	// Now is the clock for expiry tags and sweeps (default time.Now).
+	Now func() time.Time
+}
+
+// Client is an EC2 client with the waiting behaviour of this package.
+type Client struct {
+	ec2           *ec2.Client
+	poll          time.Duration
+	notFoundGrace time.Duration
+	now           func() time.Time
+}
+
+// notRetried are error codes the SDK would retry (they come with HTTP 500)
+// but that another attempt in the same zone cannot fix: Launch moves to
+// the next zone instead.
+var notRetried = map[string]bool{
+	"InsufficientInstanceCapacity": true,
+	"InsufficientHostCapacity":     true,
+	"Unsupported":                  true,
+}
+
+// New builds a Client from cfg.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	maxAttempts := cfg.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = 8
+	}
+	maxBackoff := cfg.MaxBackoff
+	if maxBackoff == 0 {
+		maxBackoff = 20 * time.Second
+	}
+	retryer := func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = maxAttempts
+			o.MaxBackoff = maxBackoff
+			o.Backoff = retry.NewExponentialJitterBackoff(maxBackoff)
+			// The client-side retry budget would stop retrying a long
+			// throttling spell; the attempt cap is the bound instead.
+			o.RateLimiter = ratelimit.None
+			o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+				var ae smithy.APIError
+				if errors.As(err, &ae) && notRetried[ae.ErrorCode()] {
+					return aws.FalseTernary
+				}
+				return aws.UnknownTernary
+			})}, o.Retryables...)
+		})
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRetryer(retryer)}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return nil, fmt.Errorf("no aws region: set region or AWS_REGION")
+	}
+	c := ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	return NewFromEC2(c, cfg), nil
+}
+
+// NewFromEC2 wraps an existing ec2.Client (the provider may build its own
+// from its aws block); only PollInterval, NotFoundGrace and Now of cfg are used.
+func NewFromEC2(c *ec2.Client, cfg Config) *Client {
+	cl := &Client{ec2: c, poll: cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now}
+	if cl.poll == 0 {
+		cl.poll = 15 * time.Second
+	}
+	if cl.notFoundGrace == 0 {
+		cl.notFoundGrace = 2 * time.Minute
+	}
+	if cl.now == nil {
+		cl.now = time.Now
+	}
+	return cl
+}
+
+// EC2 returns the underlying SDK client.
+func (c *Client) EC2() *ec2.Client { return c.ec2 }
+
+// errorCode returns the EC2 error code of err ("" if it has none).
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

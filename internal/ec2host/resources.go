@@ -1,0 +1,188 @@
+package ec2host
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/crypto/ssh"
+)
+
+// KeyPair is a provider-generated SSH key pair.
+type KeyPair struct {
+	PrivateKeyPEM []byte // OpenSSH format
+	PublicKeyLine string // authorized_keys format
+}
+
+// GenerateKeyPair makes a fresh ed25519 key pair.
+func GenerateKeyPair() (KeyPair, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("generate ed25519 key: %w", err)
+	}
+	b, err := ssh.MarshalPrivateKey(priv, "pgbench")
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("marshal private key: %w", err)
+	}
+	pk, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("marshal public key: %w", err)
+	}
+	return KeyPair{PrivateKeyPEM: pem.EncodeToMemory(b), PublicKeyLine: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pk)))}, nil
+}
+
+// ImportKeyPair imports a public key under name and returns the key
+// pair id.
+func (c *Client) ImportKeyPair(ctx context.Context, name, publicKeyLine string, tags map[string]string) (string, error) {
+	in := &ec2.ImportKeyPairInput{KeyName: aws.String(name), PublicKeyMaterial: []byte(publicKeyLine)}
+	if len(tags) > 0 {
+		in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeKeyPair, Tags: sdkTags(tags)}}
+	}
+	out, err := c.ec2.ImportKeyPair(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("import key pair %s: %w", name, err)
+	}
+	return aws.ToString(out.KeyPairId), nil
+}
+
+// DeleteKeyPair deletes the key pair; one that does not exist is success.
+func (c *Client) DeleteKeyPair(ctx context.Context, name string) error {
+	_, err := c.ec2.DeleteKeyPair(ctx, &ec2.DeleteKeyPairInput{KeyName: aws.String(name)})
+	if err != nil && errorCode(err) != "InvalidKeyPair.NotFound" {
+		return fmt.Errorf("delete key pair %s: %w", name, err)
+	}
+	return nil
+}
+
+// CreateSSHSecurityGroup creates a security group that admits TCP port
+// (22 when zero) from cidrs and returns its id. On a failed authorization
+// the group is deleted again.
+func (c *Client) CreateSSHSecurityGroup(ctx context.Context, name, vpcID string, cidrs []string, port int32) (string, error) {
+	if port == 0 {
+		port = 22
+	}
+	if len(cidrs) == 0 {
+		return "", fmt.Errorf("create security group %s: no CIDR to allow SSH from", name)
+	}
+	in := &ec2.CreateSecurityGroupInput{
+		GroupName:   aws.String(name),
+		Description: aws.String("pgbench: SSH to benchmark hosts (deleted on destroy)"),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup,
+			Tags: sdkTags(map[string]string{TagManagedBy: ManagedByValue})}},
+	}
+	if vpcID != "" {
+		in.VpcId = aws.String(vpcID)
+	}
+	out, err := c.ec2.CreateSecurityGroup(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("create security group %s: %w", name, err)
+	}
+	id := aws.ToString(out.GroupId)
+	ranges := make([]types.IpRange, len(cidrs))
+	for i, cidr := range cidrs {
+		ranges[i] = types.IpRange{CidrIp: aws.String(cidr), Description: aws.String("pgbench ssh")}
+	}
+	_, err = c.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{
+		GroupId: aws.String(id),
+		IpPermissions: []types.IpPermission{{
+			IpProtocol: aws.String("tcp"), FromPort: aws.Int32(port), ToPort: aws.Int32(port), IpRanges: ranges,
+		}},
+	})
+	if err != nil {
+		if derr := c.DeleteSecurityGroup(ctx, id); derr != nil {
+			return "", fmt.Errorf("allow ssh in security group %s: %w (and deleting it failed: %v)", id, err, derr)
+		}
+		return "", fmt.Errorf("allow ssh in security group %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// DeleteSecurityGroup deletes the group, retrying while an instance that
+// is still terminating holds it (DependencyViolation) until ctx ends. A
+// group already gone is success.
+func (c *Client) DeleteSecurityGroup(ctx context.Context, id string) error {
+	for {
+		_, err := c.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(id)})
+		switch code := errorCode(err); {
+		case err == nil, code == "InvalidGroup.NotFound":
+			return nil
+		case code != "DependencyViolation":
+			return fmt.Errorf("delete security group %s: %w", id, err)
+		}
+		if serr := sleep(ctx, c.poll); serr != nil {
+			return fmt.Errorf("delete security group %s: still in use: %w", id, err)
+		}
+	}
+}
+
+// Image is an AMI found by FindImage.
+type Image struct {
+	ID, Name, OwnerID string
+	Created           time.Time
+}
+
+// FindImage returns the newest available image whose name matches
+// namePattern (EC2 wildcards * and ?) owned by one of owners (account ids
+// or aliases such as "amazon"; empty means any).
+func (c *Client) FindImage(ctx context.Context, namePattern string, owners []string) (Image, error) {
+	out, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{
+		Owners: owners,
+		Filters: []types.Filter{
+			{Name: aws.String("name"), Values: []string{namePattern}},
+			{Name: aws.String("state"), Values: []string{"available"}},
+		},
+	})
+	if err != nil {
+		return Image{}, fmt.Errorf("find image %q: %w", namePattern, err)
+	}
+	var imgs []Image
+	for _, im := range out.Images {
+		t, _ := time.Parse(time.RFC3339, aws.ToString(im.CreationDate))
+		imgs = append(imgs, Image{ID: aws.ToString(im.ImageId), Name: aws.ToString(im.Name), OwnerID: aws.ToString(im.OwnerId), Created: t})
+	}
+	if len(imgs) == 0 {
+		return Image{}, fmt.Errorf("find image: %w name %q owned by %v", errNoImage, namePattern, owners)
+	}
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Created.After(imgs[j].Created) })
+	return imgs[0], nil
+}
+
+// InstanceTypeInfo is what DescribeInstanceTypes says about a type.
+type InstanceTypeInfo struct {
+	Type      string
+	VCPUs     int32
+	MemoryMiB int64
+	BareMetal bool
+}
+
+// DescribeInstanceType looks the type up; an unknown type is an error
+// naming it.
+func (c *Client) DescribeInstanceType(ctx context.Context, typ string) (InstanceTypeInfo, error) {
+	out, err := c.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(typ)}})
+	if err != nil {
+		if errorCode(err) == "InvalidInstanceType" {
+			return InstanceTypeInfo{}, fmt.Errorf("instance type %s does not exist in this region: %w", typ, err)
+		}
+		return InstanceTypeInfo{}, fmt.Errorf("describe instance type %s: %w", typ, err)
+	}
+	if len(out.InstanceTypes) == 0 {
+		return InstanceTypeInfo{}, fmt.Errorf("instance type %s does not exist in this region", typ)
+	}
+	it := out.InstanceTypes[0]
+	info := InstanceTypeInfo{Type: string(it.InstanceType), BareMetal: aws.ToBool(it.BareMetal)}
+	if it.VCpuInfo != nil {
+		info.VCPUs = aws.ToInt32(it.VCpuInfo.DefaultVCpus)
+	}
+	if it.MemoryInfo != nil {
+		info.MemoryMiB = aws.ToInt64(it.MemoryInfo.SizeInMiB)
+	}
+	return info, nil
+}
