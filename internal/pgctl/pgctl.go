@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // DefaultUser is the account commands run as when the caller is root.
@@ -29,6 +30,10 @@ type Cluster struct {
 	DataDir string
 	// User runs the commands when the caller is root; "" means DefaultUser.
 	User string
+	// Wrap, when set, is a command prefix Start runs pg_ctl under, e.g.
+	// ["numactl", "--cpunodebind=0"]: the postmaster inherits the CPU and
+	// memory policy, and so does every backend it forks.
+	Wrap []string
 }
 
 // CommandError is a PostgreSQL command that ran and exited non-zero.
@@ -69,8 +74,28 @@ func (c *Cluster) credential() (*syscall.Credential, error) {
 // Command returns a command for a program in BinDir, run as the PostgreSQL
 // user when the caller is root, in its own process group.
 func (c *Cluster) Command(ctx context.Context, prog string, args ...string) (*exec.Cmd, error) {
+	return c.WrappedCommand(ctx, nil, prog, args...)
+}
+
+// WrappedCommand is Command with the program run under the command prefix
+// wrap (e.g. numactl with a CPU binding); an empty wrap is Command. On
+// cancel the whole process group gets SIGTERM, then SIGKILL after a grace
+// period, so no child outlives the caller's context.
+func (c *Cluster) WrappedCommand(ctx context.Context, wrap []string, prog string, args ...string) (*exec.Cmd, error) {
 	path := filepath.Join(c.BinDir, prog)
-	cmd := exec.CommandContext(ctx, path, args...)
+	var cmd *exec.Cmd
+	if len(wrap) > 0 {
+		cmd = exec.CommandContext(ctx, wrap[0], append(append(append([]string{}, wrap[1:]...), path), args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+	cmd.WaitDelay = 10 * time.Second
 	cred, err := c.credential()
 	if err != nil {
 		return nil, err
@@ -94,11 +119,15 @@ func (c *Cluster) Psql(ctx context.Context, sql string) (string, error) {
 }
 
 func (c *Cluster) run(ctx context.Context, prog string, args ...string) (string, error) {
-	cmd, err := c.Command(ctx, prog, args...)
+	return c.runWrapped(ctx, nil, prog, args...)
+}
+
+func (c *Cluster) runWrapped(ctx context.Context, wrap []string, prog string, args ...string) (string, error) {
+	cmd, err := c.WrappedCommand(ctx, wrap, prog, args...)
 	if err != nil {
 		return "", err
 	}
-	path := cmd.Path
+	path := filepath.Join(c.BinDir, prog)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -306,7 +335,7 @@ func (c *Cluster) LogFile() string { return filepath.Join(c.DataDir, "server.log
 // Start starts the server with pg_ctl and waits until it accepts connections.
 // A start refused for want of huge pages is a *HugePagesError.
 func (c *Cluster) Start(ctx context.Context) error {
-	_, err := c.run(ctx, "pg_ctl", "-D", c.DataDir, "-l", c.LogFile(), "-w", "-t", "60", "start")
+	_, err := c.runWrapped(ctx, c.Wrap, "pg_ctl", "-D", c.DataDir, "-l", c.LogFile(), "-w", "-t", "60", "start")
 	if err == nil {
 		return nil
 	}
@@ -350,4 +379,59 @@ func Scratch(ctx context.Context, binDir string, settings map[string]string) (*C
 		return nil, nil, err
 	}
 	return c, cleanup, nil
+}
+
+// ControlData runs pg_controldata on DataDir and returns its fields by
+// label ("Catalog version number", "Database system identifier", ...).
+func (c *Cluster) ControlData(ctx context.Context) (map[string]string, error) {
+	out, err := c.run(ctx, "pg_controldata", "-D", c.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("pg_controldata %s: %w", c.DataDir, err)
+	}
+	return ParseControlData(out), nil
+}
+
+// ParseControlData parses pg_controldata's "label: value" lines.
+func ParseControlData(out string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m
+}
+
+// CatalogVersion is the "Catalog version number" of DataDir: two data
+// directories with the same one can be served by each other's binaries.
+func (c *Cluster) CatalogVersion(ctx context.Context) (string, error) {
+	m, err := c.ControlData(ctx)
+	if err != nil {
+		return "", err
+	}
+	v := m["Catalog version number"]
+	if v == "" {
+		return "", fmt.Errorf("pg_controldata %s: no catalog version number", c.DataDir)
+	}
+	return v, nil
+}
+
+// HugePagesStatus returns `SHOW huge_pages_status` of the running server
+// ("on", "off" or "unknown"); ok is false before PostgreSQL 17, which does
+// not have the setting.
+func (c *Cluster) HugePagesStatus(ctx context.Context) (status string, ok bool, err error) {
+	major, err := c.Major(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if major < 17 {
+		return "", false, nil
+	}
+	out, err := c.Psql(ctx, "SHOW huge_pages_status")
+	if err != nil {
+		return "", false, fmt.Errorf("show huge_pages_status: %w", err)
+	}
+	return out, true, nil
 }

@@ -1,0 +1,243 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+)
+
+// baseConf is initdb's postgresql.conf, kept so each campaign renders its
+// settings onto a clean copy instead of stacking them.
+const baseConf = "postgresql.conf.pgbench-base"
+
+// Stamp describes a loaded dataset, next to its data directory
+// (ROOT/<variant>.stamp.json), so a later campaign can reuse it.
+type Stamp struct {
+	BinDir         string    `json:"bin_dir"`
+	Version        string    `json:"version"`
+	CatalogVersion string    `json:"catalog_version"`
+	Scale          int       `json:"scale"`
+	LoadedAt       time.Time `json:"loaded_at"`
+	ClonedFrom     string    `json:"cloned_from,omitempty"`
+}
+
+func stampPath(root, variant string) string { return filepath.Join(root, variant+".stamp.json") }
+
+func readStamp(path string) (*Stamp, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Stamp
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+func writeStamp(path string, s *Stamp) error {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// postgresOwner is the uid/gid files for the server must belong to when
+// running as root; ok is false otherwise.
+func postgresOwner() (uid, gid int, ok bool) {
+	if os.Geteuid() != 0 {
+		return 0, 0, false
+	}
+	u, err := user.Lookup(pgctl.DefaultUser)
+	if err != nil {
+		return 0, 0, false
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, true
+}
+
+// mkdirFor makes dir and hands it to the PostgreSQL user, so pgbench (which
+// runs as that user) can write its logs there.
+func mkdirFor(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	if uid, gid, ok := postgresOwner(); ok {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("chown %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// stopStale stops a server left running in dataDir by a runner that died
+// (kill -9 leaves its postmaster behind): SIGINT is PostgreSQL's fast
+// shutdown, and it needs no binaries, so it works from --remove-data too.
+func stopStale(ctx context.Context, dataDir string) error {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return nil
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("stop server %d in %s: %w", pid, dataDir, err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("server %d in %s did not stop within 90s", pid, dataDir)
+}
+
+// isDataDir reports whether dir looks like a PostgreSQL data directory.
+func isDataDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "PG_VERSION"))
+	return err == nil
+}
+
+// looksLikeDataDir also accepts what an interrupted initdb leaves behind:
+// it makes global/ and pg_wal/ before it writes PG_VERSION.
+func looksLikeDataDir(dir string) bool {
+	for _, f := range []string{"PG_VERSION", "global", "pg_wal", "base", "postgresql.conf"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// removeDataDir deletes a data directory this runner made, refusing
+// anything that is not one (a mistyped --data-dir must not eat files).
+func removeDataDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dir, err)
+	}
+	if len(ents) > 0 && !looksLikeDataDir(dir) {
+		return fmt.Errorf("%s is not a PostgreSQL data directory; refusing to delete it", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+// copyDir copies a stopped data directory with cp -a, which keeps owners
+// and modes (PostgreSQL insists on 0700 and its own uid).
+func copyDir(ctx context.Context, src, dst string) error {
+	if out, err := exec.CommandContext(ctx, "cp", "-a", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("cp -a %s %s: %w: %s", src, dst, err, strings.TrimSpace(string(out)))
+	}
+	// The unix socket lives in the data directory: drop what the source's
+	// server left there.
+	for _, pat := range []string{"postmaster.pid", ".s.PGSQL.*"} {
+		m, _ := filepath.Glob(filepath.Join(dst, pat))
+		for _, f := range m {
+			os.Remove(f)
+		}
+	}
+	return nil
+}
+
+// renderConf restores initdb's postgresql.conf and appends settings.
+func renderConf(c *pgctl.Cluster, settings map[string]string) error {
+	conf := filepath.Join(c.DataDir, "postgresql.conf")
+	base := filepath.Join(c.DataDir, baseConf)
+	b, err := os.ReadFile(base)
+	if errors.Is(err, os.ErrNotExist) {
+		if b, err = os.ReadFile(conf); err == nil {
+			err = os.WriteFile(base, b, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("base config of %s: %w", c.DataDir, err)
+	}
+	if err := os.WriteFile(conf, b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", conf, err)
+	}
+	if uid, gid, ok := postgresOwner(); ok {
+		os.Chown(conf, uid, gid)
+		os.Chown(base, uid, gid)
+	}
+	return c.SetConfig(settings)
+}
+
+// RemoveData stops any server of the campaign in outDir still running and
+// deletes its variant data directories and stamps, keeping the reports.
+// dataDir "" means outDir/data. The variants come from the journal, or, when
+// there is none, from the data directories found under dataDir. Removing
+// what is already gone is not an error.
+func RemoveData(ctx context.Context, outDir, dataDir string) ([]string, error) {
+	if dataDir == "" {
+		dataDir = filepath.Join(outDir, "data")
+	}
+	var names []string
+	if b, err := os.ReadFile(filepath.Join(outDir, JournalFile)); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		var l journalLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Header != nil {
+			for _, v := range l.Header.Definition.Variants {
+				names = append(names, v.Name)
+			}
+		}
+	}
+	if names == nil {
+		ents, _ := os.ReadDir(dataDir)
+		for _, e := range ents {
+			if e.IsDir() && isDataDir(filepath.Join(dataDir, e.Name())) {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	var removed []string
+	for _, n := range names {
+		dir := filepath.Join(dataDir, n)
+		if err := stopStale(ctx, dir); err != nil {
+			return removed, err
+		}
+		if _, err := os.Stat(dir); err == nil {
+			removed = append(removed, dir)
+		}
+		if err := removeDataDir(dir); err != nil {
+			return removed, err
+		}
+		os.Remove(stampPath(dataDir, n))
+	}
+	// The root goes too when nothing else lives there.
+	os.Remove(dataDir)
+	return removed, nil
+}

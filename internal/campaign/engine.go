@@ -1,0 +1,673 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+)
+
+// DriftThresholdPct is how far (in percent) the last third of a run's
+// per-second throughput may move from the first third before the run is
+// flagged as drifting.
+const DriftThresholdPct = 5.0
+
+// SysinfoFile is the host facts document written next to the results.
+const SysinfoFile = "sysinfo.json"
+
+// Event is one progress event; it marshals to the --progress-json schema.
+type Event struct {
+	Event          string   `json:"event"` // phase, run_start, run_done, run_skipped, done, warning
+	Message        string   `json:"message,omitempty"`
+	Seq            int      `json:"seq,omitempty"`
+	Total          int      `json:"total,omitempty"`
+	Variant        string   `json:"variant,omitempty"`
+	Clients        int      `json:"clients,omitempty"`
+	Iteration      int      `json:"iteration,omitempty"`
+	TPS            *float64 `json:"tps,omitempty"`
+	Seconds        *float64 `json:"seconds,omitempty"`
+	ElapsedSeconds *float64 `json:"elapsed_seconds,omitempty"`
+	ETASeconds     *float64 `json:"eta_seconds,omitempty"`
+	WallSeconds    *float64 `json:"wall_seconds,omitempty"`
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// UnmetError is a host that lacks what the campaign needs (numactl for
+// pinning, huge pages for a huge_pages=on variant).
+type UnmetError struct{ Err error }
+
+func (e *UnmetError) Error() string { return e.Err.Error() }
+func (e *UnmetError) Unwrap() error { return e.Err }
+
+type variantState struct {
+	Variant
+	cluster  *pgctl.Cluster
+	settings map[string]string
+	version  string
+	observed string
+}
+
+type engine struct {
+	cfg        *Config
+	emit       func(Event)
+	vars       []*variantState
+	byName     map[string]*variantState
+	running    *variantState
+	serverWrap []string
+	clientWrap []string
+	warnings   []string
+	journal    *Journal
+}
+
+func (e *engine) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	e.warnings = append(e.warnings, msg)
+	e.emit(Event{Event: "warning", Message: msg})
+}
+
+func (e *engine) phase(format string, args ...any) {
+	e.emit(Event{Event: "phase", Message: fmt.Sprintf(format, args...)})
+}
+
+// Execute runs the campaign: it prepares the data directories, runs every
+// planned step not already in the journal, and writes the reports into
+// OutDir. onEvent (may be nil) receives progress. On cancel it stops pgbench
+// and the server, keeps the journal, and returns an error wrapping
+// ctx.Err().
+func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Results, error) {
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	e := &engine{cfg: cfg, emit: onEvent, byName: map[string]*variantState{}}
+	var err error
+	if e.serverWrap, err = numaWrap(cfg.ServerNUMA); err != nil {
+		return nil, err
+	}
+	if e.clientWrap, err = numaWrap(cfg.ClientNUMA); err != nil {
+		return nil, err
+	}
+	e.checkOverlap()
+	if cfg.Order == OrderRandomized && !cfg.SeedSet {
+		if s, ok := readSeed(cfg.OutDir); ok && !cfg.Fresh {
+			cfg.Seed = s
+		} else {
+			cfg.Seed = time.Now().UnixNano()
+		}
+	}
+	if err := mkdirReachable(cfg.OutDir); err != nil {
+		return nil, err
+	}
+	e.journal, err = openJournal(cfg.OutDir, cfg.definition(), cfg.Fresh, time.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	defer e.journal.Close()
+
+	defer func() {
+		// Stop the server whatever happened, even after a cancel.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		defer cancel()
+		e.stopRunning(stopCtx)
+	}()
+
+	maxClients := 0
+	for _, c := range cfg.Clients {
+		maxClients = max(maxClients, c)
+	}
+	for _, v := range cfg.Variants {
+		vs := &variantState{Variant: v, settings: cfg.settingsFor(v), observed: "unknown"}
+		if o, ok := e.journal.HugePages[v.Name]; ok {
+			vs.observed = o
+		}
+		if _, ok := vs.settings["max_connections"]; !ok && maxClients+10 > 100 {
+			vs.settings["max_connections"] = strconv.Itoa(maxClients + 10)
+		}
+		vs.cluster = clusterFor(cfg, vs)
+		vs.cluster.Wrap = e.serverWrap
+		e.vars = append(e.vars, vs)
+		e.byName[v.Name] = vs
+	}
+	steps := cfg.Plan()
+	missing := 0
+	for _, st := range steps {
+		if _, ok := e.journal.Runs[st.Seq]; !ok {
+			missing++
+		}
+	}
+	for i, vs := range e.vars {
+		if err := e.version(ctx, vs); err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
+		// A finished campaign only rebuilds its reports: no data needed.
+		if missing == 0 {
+			continue
+		}
+		if err := mkdirReachable(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		if err := e.prepare(ctx, i, vs); err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
+	}
+
+	total := len(steps)
+	runStart := time.Now()
+	done := 0
+	for i, st := range steps {
+		if r, ok := e.journal.Runs[st.Seq]; ok {
+			if r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
+				return nil, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
+			}
+			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS)})
+			continue
+		}
+		var prev *Step
+		if i > 0 {
+			prev = &steps[i-1]
+		}
+		e.emit(Event{Event: "run_start", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
+		r, err := e.runStep(ctx, st, prev)
+		if err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
+		if err := e.journal.Append(*r); err != nil {
+			return nil, err
+		}
+		done++
+		elapsed := time.Since(runStart).Seconds()
+		remaining := 0
+		for _, s := range steps[i+1:] {
+			if _, ok := e.journal.Runs[s.Seq]; !ok {
+				remaining++
+			}
+		}
+		e.emit(Event{Event: "run_done", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
+			TPS: ptr(r.TPS), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+	err = e.stopRunning(stopCtx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+
+	res, err := e.results(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	e.emit(Event{Event: "done", WallSeconds: ptr(time.Since(start).Seconds())})
+	return res, nil
+}
+
+// mkdirReachable makes d and lets the PostgreSQL user (initdb, pgbench)
+// reach the directories under it.
+func mkdirReachable(d string) error {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", d, err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		return fmt.Errorf("chmod %s: %w", d, err)
+	}
+	return nil
+}
+
+func clusterFor(cfg *Config, vs *variantState) *pgctl.Cluster {
+	return &pgctl.Cluster{BinDir: vs.BinDir, DataDir: filepath.Join(cfg.DataDir, vs.Name)}
+}
+
+func wrapCtx(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w: %v", ctx.Err(), err)
+	}
+	return err
+}
+
+func numaWrap(spec string) ([]string, error) {
+	args, err := ParseNUMA(spec)
+	if err != nil || len(args) == 0 {
+		return nil, err
+	}
+	path, err := exec.LookPath("numactl")
+	if err != nil {
+		return nil, &UnmetError{fmt.Errorf("pinning %q needs numactl, which is not installed: %w", spec, err)}
+	}
+	return append([]string{path}, args...), nil
+}
+
+// checkOverlap warns when the client and the server may run on the same
+// CPUs, which makes them compete and blurs what is being measured.
+func (e *engine) checkOverlap() {
+	if e.cfg.ServerNUMA == "" && e.cfg.ClientNUMA == "" {
+		return
+	}
+	if e.cfg.ServerNUMA == "" || e.cfg.ClientNUMA == "" {
+		e.warn("only one of the server and the client is pinned (server %q, client %q): the unpinned side may use the other's CPUs", e.cfg.ServerNUMA, e.cfg.ClientNUMA)
+		return
+	}
+	nodes, _ := sysinfo.ReadNodes("/")
+	s, c := cpuSet(e.cfg.ServerNUMA, nodes), cpuSet(e.cfg.ClientNUMA, nodes)
+	if s == nil || c == nil {
+		return
+	}
+	var shared []int
+	for cpu := range s {
+		if c[cpu] {
+			shared = append(shared, cpu)
+		}
+	}
+	if len(shared) > 0 {
+		sort.Ints(shared)
+		e.warn("client and server share %d CPUs (server %q, client %q): they compete with each other", len(shared), e.cfg.ServerNUMA, e.cfg.ClientNUMA)
+	}
+}
+
+// cpuSet is the CPUs a pinning spec allows; nil when it does not restrict CPUs.
+func cpuSet(spec string, nodes []sysinfo.Node) map[int]bool {
+	for _, part := range splitNUMA(spec) {
+		k, val, _ := strings.Cut(part, "=")
+		if k != "cpunodebind" && k != "physcpubind" {
+			continue
+		}
+		list, err := sysinfo.ParseCPUList(val)
+		if err != nil {
+			return nil
+		}
+		set := map[int]bool{}
+		if k == "physcpubind" {
+			for _, c := range list {
+				set[c] = true
+			}
+			return set
+		}
+		for _, id := range list {
+			for _, n := range nodes {
+				if n.ID == id {
+					for _, c := range n.CPUs {
+						set[c] = true
+					}
+				}
+			}
+		}
+		return set
+	}
+	return nil
+}
+
+// version records what `postgres --version` of the variant prints.
+func (e *engine) version(ctx context.Context, vs *variantState) error {
+	path := filepath.Join(vs.BinDir, "postgres")
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return fmt.Errorf("variant %s: %s --version: %w", vs.Name, path, err)
+	}
+	vs.version = strings.TrimSpace(string(out))
+	return nil
+}
+
+// prepare makes variant i's data directory ready: reuse a stamped dataset,
+// clone the first variant's, or initdb and load.
+func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
+	c := vs.cluster
+	if err := stopStale(ctx, c.DataDir); err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	sp := stampPath(e.cfg.DataDir, vs.Name)
+	if st, err := readStamp(sp); err == nil && st.Version == vs.version && st.Scale == e.cfg.Scale && st.BinDir == vs.BinDir && isDataDir(c.DataDir) {
+		e.phase("reuse %s dataset (scale %d, loaded %s)", vs.Name, st.Scale, st.LoadedAt.Format(time.RFC3339))
+		return renderConf(c, vs.settings)
+	}
+	os.Remove(sp)
+	if err := removeDataDir(c.DataDir); err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	e.phase("initdb %s", vs.Name)
+	if err := c.InitDB(ctx); err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	cat, err := c.CatalogVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	stamp := &Stamp{BinDir: vs.BinDir, Version: vs.version, CatalogVersion: cat, Scale: e.cfg.Scale}
+	if i > 0 && e.cfg.Clone {
+		first := e.vars[0]
+		fst, err := readStamp(stampPath(e.cfg.DataDir, first.Name))
+		if err == nil && fst.CatalogVersion == cat {
+			e.phase("clone %s from %s (catalog version %s)", vs.Name, first.Name, cat)
+			// A consistent copy needs the source stopped.
+			if err := e.stopRunning(ctx); err != nil {
+				return err
+			}
+			if err := removeDataDir(c.DataDir); err != nil {
+				return err
+			}
+			if err := copyDir(ctx, first.cluster.DataDir, c.DataDir); err != nil {
+				return fmt.Errorf("variant %s: %w", vs.Name, err)
+			}
+			if err := renderConf(c, vs.settings); err != nil {
+				return fmt.Errorf("variant %s: %w", vs.Name, err)
+			}
+			stamp.ClonedFrom, stamp.LoadedAt = first.Name, time.Now().UTC()
+			return writeStamp(sp, stamp)
+		}
+		if err == nil {
+			e.warn("cannot clone %s from %s: catalog versions differ (%s vs %s); loading it", vs.Name, first.Name, cat, fst.CatalogVersion)
+		}
+	}
+	if err := renderConf(c, vs.settings); err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	if err := e.ensure(ctx, vs); err != nil {
+		return err
+	}
+	e.phase("load %s: pgbench -i -s %d", vs.Name, e.cfg.Scale)
+	cmd, err := c.Command(ctx, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...)
+	if err != nil {
+		return err
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w: %s", vs.Name, e.cfg.Scale, err, tail(string(out), 6))
+	}
+	if _, err := c.Psql(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("variant %s: checkpoint after load: %w", vs.Name, err)
+	}
+	stamp.LoadedAt = time.Now().UTC()
+	return writeStamp(sp, stamp)
+}
+
+func (e *engine) connArgs(vs *variantState) []string {
+	return []string{"-h", vs.cluster.DataDir, "-U", "postgres", "postgres"}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// ensure makes vs the one running server, stopping any other first so
+// variants never compete for the machine.
+func (e *engine) ensure(ctx context.Context, vs *variantState) error {
+	if e.running == vs {
+		return nil
+	}
+	if err := e.stopRunning(ctx); err != nil {
+		return err
+	}
+	return e.start(ctx, vs)
+}
+
+func (e *engine) stopRunning(ctx context.Context) error {
+	if e.running == nil {
+		return nil
+	}
+	vs := e.running
+	e.running = nil
+	if err := vs.cluster.Stop(ctx); err != nil {
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	return nil
+}
+
+func hugeInUse() (total, free, rsvd int64) {
+	m, err := sysinfo.ParseMeminfo("/proc/meminfo")
+	if err != nil {
+		return 0, 0, 0
+	}
+	return m["HugePages_Total"], m["HugePages_Free"], m["HugePages_Rsvd"]
+}
+
+// start starts vs and checks that huge_pages=on really got its segment
+// from the pool: no silent fallback.
+func (e *engine) start(ctx context.Context, vs *variantState) error {
+	t0, f0, r0 := hugeInUse()
+	if err := vs.cluster.Start(ctx); err != nil {
+		var he *pgctl.HugePagesError
+		if errors.As(err, &he) {
+			return &UnmetError{fmt.Errorf("variant %s: huge_pages=on but the huge-page pool cannot hold its shared memory (HugePages_Total=%d, HugePages_Free=%d, HugePages_Rsvd=%d); reserve a pool first (pgbench-runner hugepages): %w", vs.Name, t0, f0, r0, err)}
+		}
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	}
+	e.running = vs
+	observed := "unknown"
+	if st, ok, err := vs.cluster.HugePagesStatus(ctx); err == nil && ok {
+		observed = st
+	} else {
+		t1, f1, r1 := hugeInUse()
+		if (t1-f1+r1)-(t0-f0+r0) > 0 {
+			observed = "on"
+		} else if vs.HugePages == "off" || t1 == t0 {
+			// The pool did not move: the segment is in normal pages.
+			observed = "off"
+		}
+	}
+	if vs.HugePages == "on" && observed == "off" {
+		return &UnmetError{fmt.Errorf("variant %s: huge_pages=on but the server's shared memory is not in huge pages (the pool did not move)", vs.Name)}
+	}
+	if vs.observed != "unknown" && observed != "unknown" && vs.observed != observed {
+		e.warn("variant %s: huge pages were %s at one start and %s at another", vs.Name, vs.observed, observed)
+	}
+	vs.observed = observed
+	if e.journal != nil {
+		return e.journal.RecordHugePages(vs.Name, observed)
+	}
+	return nil
+}
+
+// runStep executes one measured run.
+func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run, error) {
+	vs := e.byName[st.Variant]
+	restart := false
+	switch e.cfg.Restart {
+	case RestartRun:
+		restart = true
+	case RestartCell:
+		restart = prev == nil || prev.Clients != st.Clients || prev.Variant != st.Variant
+	}
+	if restart && e.running == vs {
+		if err := e.stopRunning(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.ensure(ctx, vs); err != nil {
+		return nil, err
+	}
+	rel := filepath.Join("runs", fmt.Sprintf("%04d-%s-c%d-i%d", st.Seq, st.Variant, st.Clients, st.Iteration))
+	dir := filepath.Join(e.cfg.OutDir, rel)
+	// A run cut short by a crash left its directory behind: start clean.
+	os.RemoveAll(dir)
+	if err := mkdirFor(dir); err != nil {
+		return nil, err
+	}
+	opts := e.cfg.runOptions(st.Clients)
+	if e.cfg.Warmup > 0 {
+		w := opts
+		w.Duration = e.cfg.Warmup
+		if _, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup."); err != nil {
+			return nil, fmt.Errorf("variant %s: warmup: %w", vs.Name, err)
+		}
+	}
+	if e.cfg.CheckpointBefore {
+		if _, err := vs.cluster.Psql(ctx, "CHECKPOINT"); err != nil {
+			return nil, fmt.Errorf("variant %s: checkpoint: %w", vs.Name, err)
+		}
+	}
+	opts.Duration = e.cfg.Duration
+	opts.LogPrefix = filepath.Join(dir, logPrefix)
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	args := opts.Args()
+	started := time.Now().UTC()
+	stdout, stderrText, secs, err := e.pgbench(ctx, vs, args, dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w", vs.Name, st.Clients, st.Iteration, err)
+	}
+	outp, err := pgbench.ParseOutput(stdout + "\n" + stderrText)
+	if err != nil {
+		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w; stderr: %s", vs.Name, st.Clients, st.Iteration, err, tail(stderrText, 4))
+	}
+	r := &report.Run{
+		Seq: st.Seq, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
+		TPS: outp.TPS, StartedAt: started, Seconds: secs,
+		LatencyMS:    report.Latency{Avg: outp.LatencyAvgMS, Stddev: outp.LatencyStddevMS},
+		Transactions: outp.Transactions, FailedTransactions: outp.Failed, PgbenchVersion: outp.Version,
+		LogDir: rel,
+	}
+	if ls, err := summarizeRunLogs(dir); err == nil {
+		r.LatencyMS.P50, r.LatencyMS.P95, r.LatencyMS.P99 = ls.P50, ls.P95, ls.P99
+		r.TPSSeries = ls.TPSSeries
+		r.DriftPct = pgbench.Drift(ls.TPSSeries)
+		r.Drift = r.DriftPct > DriftThresholdPct || r.DriftPct < -DriftThresholdPct
+	} else {
+		e.warn("run %d (%s, %d clients): no latency percentiles: %v", st.Seq, st.Variant, st.Clients, err)
+	}
+	return r, nil
+}
+
+// logPrefix names the per-transaction log files in a run directory.
+const logPrefix = "pgbench_log"
+
+func summarizeRunLogs(dir string) (*pgbench.LogSummary, error) {
+	files, err := pgbench.LogFiles(dir, logPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no pgbench logs %s.* in %s", logPrefix, dir)
+	}
+	return pgbench.SummarizeLogs(files, 0)
+}
+
+// pgbench runs pgbench against vs as the PostgreSQL user, under the client
+// pinning. With dir set, its command line, stdout and stderr are kept there
+// (file names prefixed with name).
+func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, dir, name string) (stdout, stderrText string, secs float64, err error) {
+	args = append(args, e.connArgs(vs)...)
+	cmd, err := vs.cluster.WrappedCommand(ctx, e.clientWrap, "pgbench", args...)
+	if err != nil {
+		return "", "", 0, err
+	}
+	// A runner killed with SIGKILL cannot stop pgbench itself; the kernel does.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if dir != "" {
+		fo, ferr := os.Create(filepath.Join(dir, name+"stdout"))
+		if ferr != nil {
+			return "", "", 0, fmt.Errorf("create %s: %w", dir, ferr)
+		}
+		defer fo.Close()
+		fe, ferr := os.Create(filepath.Join(dir, name+"stderr"))
+		if ferr != nil {
+			return "", "", 0, fmt.Errorf("create %s: %w", dir, ferr)
+		}
+		defer fe.Close()
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&so, fo), io.MultiWriter(&se, fe)
+		os.WriteFile(filepath.Join(dir, name+"command"), []byte(strings.Join(cmd.Args, " ")+"\n"), 0o644)
+	}
+	t := time.Now()
+	err = cmd.Run()
+	secs = time.Since(t).Seconds()
+	if err != nil {
+		if ctx.Err() != nil {
+			return so.String(), se.String(), secs, ctx.Err()
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return so.String(), se.String(), secs, fmt.Errorf("pgbench exited with %v: %s", ee, tail(se.String(), 6))
+		}
+		return so.String(), se.String(), secs, fmt.Errorf("start pgbench: %w", err)
+	}
+	return so.String(), se.String(), secs, nil
+}
+
+// results assembles results.json from the journal and writes every report.
+func (e *engine) results(ctx context.Context, start time.Time) (*report.Results, error) {
+	cfg := e.cfg
+	var runs []report.Run
+	for _, r := range e.journal.Runs {
+		runs = append(runs, r)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Seq < runs[j].Seq })
+	var variants []report.Variant
+	for _, vs := range e.vars {
+		variants = append(variants, report.Variant{
+			Name: vs.Name, BinDir: vs.BinDir, Version: vs.version, Settings: vs.settings,
+			HugePages: vs.HugePages, HugePagesObserved: vs.observed, DataDir: vs.cluster.DataDir,
+		})
+	}
+	cells, warns, err := report.Summarize(variants, cfg.Clients, runs, cfg.Alpha)
+	if err != nil {
+		return nil, fmt.Errorf("summarize: %w", err)
+	}
+	drifting := 0
+	for _, r := range runs {
+		if r.Drift {
+			drifting++
+		}
+	}
+	warnings := append(append([]string{}, e.warnings...), warns...)
+	if drifting > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d of %d runs drifted by more than %.0f%% between their first and last third", drifting, len(runs), DriftThresholdPct))
+	}
+	now := time.Now().UTC()
+	res := &report.Results{
+		SchemaVersion: report.SchemaVersion,
+		StartedAt:     e.journal.StartedAt,
+		FinishedAt:    now,
+		WallSeconds:   now.Sub(e.journal.StartedAt).Seconds(),
+		Command:       cfg.Command,
+		Variants:      variants,
+		Workload: report.Workload{
+			Mode: cfg.Mode, Script: cfg.Script, Scale: cfg.Scale, Clients: cfg.Clients, Threads: cfg.Threads,
+			DurationSeconds: cfg.Duration.Seconds(), Iterations: cfg.Iterations, Protocol: cfg.Protocol,
+			WarmupSeconds: cfg.Warmup.Seconds(), CheckpointBefore: cfg.CheckpointBefore, Restart: cfg.Restart,
+			Order: cfg.Order, Seed: cfg.Seed, ServerNUMA: cfg.ServerNUMA, ClientNUMA: cfg.ClientNUMA,
+		},
+		Alpha:    cfg.Alpha,
+		Cells:    cells,
+		Runs:     runs,
+		Warnings: warnings,
+	}
+	facts := cfg.HostFacts
+	if facts == nil {
+		facts = func(context.Context) (any, error) { return sysinfo.Read("/") }
+	}
+	if info, err := facts(ctx); err == nil {
+		res.Sysinfo = info
+		b, _ := json.MarshalIndent(info, "", "  ")
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, SysinfoFile), append(b, '\n'), 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", SysinfoFile, err)
+		}
+	} else {
+		res.Warnings = append(res.Warnings, "host facts unavailable: "+err.Error())
+	}
+	if err := report.WriteAll(cfg.OutDir, res); err != nil {
+		return nil, fmt.Errorf("write reports: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,414 @@
+package campaign
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+const pgBinDir = "/usr/lib/postgresql/15/bin"
+
+// childEnv makes the test binary run one campaign from a JSON Config and
+// exit, so a test can kill -9 a real campaign process mid-run.
+const childEnv = "PGBENCH_CAMPAIGN_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			var cfg Config
+			if err = json.Unmarshal(b, &cfg); err == nil {
+				_, err = Execute(context.Background(), &cfg, nil)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// needPostgres skips unless PostgreSQL 15 and pgbench are installed.
+func needPostgres(t testing.TB) string {
+	t.Helper()
+	testhost.RequireCommand(t, "pgbench", pgBinDir)
+	testhost.RequireCommand(t, "postgres", pgBinDir)
+	if os.Geteuid() != 0 {
+		// As root every command runs as user postgres; as anyone else the
+		// caller must own the directories, which t.TempDir gives.
+		testhost.RequireRoot(t)
+	}
+	return pgBinDir
+}
+
+// scratch is a campaign directory the PostgreSQL user can traverse; its
+// servers are stopped and its data removed at the end.
+func scratch(t *testing.T) string { return benchScratch(t) }
+
+func benchScratch(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "campaign-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() {
+		RemoveData(context.Background(), filepath.Join(dir, "out"), "")
+		os.RemoveAll(dir)
+	})
+	return filepath.Join(dir, "out")
+}
+
+// recorder collects events.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) on(e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) count(kind string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Event == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func checkOrder(t *testing.T, cfg *Config, runs []report.Run) {
+	t.Helper()
+	plan := cfg.Plan()
+	if len(runs) != len(plan) {
+		t.Fatalf("len(runs) = %d, want %d", len(runs), len(plan))
+	}
+	for i, st := range plan {
+		r := runs[i]
+		if r.Seq != st.Seq || r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
+			t.Errorf("runs[%d] = seq %d %s c%d i%d, want seq %d %s c%d i%d", i, r.Seq, r.Variant, r.Clients, r.Iteration, st.Seq, st.Variant, st.Clients, st.Iteration)
+		}
+		if i > 0 && r.StartedAt.Before(runs[i-1].StartedAt) {
+			t.Errorf("run %d started before run %d", r.Seq, runs[i-1].Seq)
+		}
+	}
+}
+
+// TestAAIsNoDifference runs the same binaries and settings as two variants:
+// every cell must say no-difference, the order must be the alternation
+// promised, and the second variant's data must be a clone of the first's.
+func TestAAIsNoDifference(t *testing.T) {
+	bin := needPostgres(t)
+	out := scratch(t)
+	cfg := &Config{
+		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
+		Settings: map[string]string{"shared_buffers": "32MB"},
+		Mode:     "select-only", Scale: 1, Clients: []int{2}, Duration: 2 * time.Second, Iterations: 5,
+		// 5 vs 5 can reach p = 0.008, so alpha 0.01 is a real test that
+		// identical variants rarely fail by chance (about 1 in 125).
+		Alpha: 0.01, OutDir: out, Clone: true,
+	}
+	var rec recorder
+	res, err := Execute(context.Background(), cfg, rec.on)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	checkOrder(t, cfg, res.Runs)
+	if got, want := planString(cfg.Plan()), "a b b a a b b a a b"; got != want {
+		t.Errorf("alternate plan = %q, want %q", got, want)
+	}
+	if len(res.Cells) != 1 || len(res.Cells[0].Comparisons) != 1 {
+		t.Fatalf("cells = %+v, want one cell with one comparison", res.Cells)
+	}
+	cmp := res.Cells[0].Comparisons[0]
+	if cmp.Verdict != report.VerdictNoDifference || cmp.Baseline != "a" || cmp.Candidate != "b" {
+		t.Errorf("A/A comparison = %+v, want b vs a no-difference", cmp)
+	}
+	for _, v := range []string{"a", "b"} {
+		vc := res.Cells[0].Variants[v]
+		if len(vc.TPS) != 5 || vc.MedianTPS <= 0 || vc.MedianTPS < vc.MinTPS || vc.MedianTPS > vc.MaxTPS {
+			t.Errorf("variant %s cell = %+v, want 5 positive samples around the median", v, vc)
+		}
+	}
+	for _, r := range res.Runs {
+		if r.Transactions <= 0 || r.Seconds < 2 || r.PgbenchVersion == "" || r.LatencyMS.P99 <= 0 || len(r.TPSSeries) < 2 {
+			t.Errorf("run %d = %+v, want transactions, >= 2 s, a version, p99 and a series", r.Seq, r)
+		}
+		if _, err := os.Stat(filepath.Join(out, r.LogDir, "stdout")); err != nil {
+			t.Errorf("run %d raw output: %v", r.Seq, err)
+		}
+	}
+	st, err := readStamp(stampPath(filepath.Join(out, "data"), "b"))
+	if err != nil || st.ClonedFrom != "a" {
+		t.Errorf("stamp of b = %+v, %v, want cloned from a (same catalog version)", st, err)
+	}
+	for _, f := range []string{"results.json", "results.csv", "summary.md", "a.txt", "b.txt", "chart.svg", "chart.png", SysinfoFile, JournalFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("output %s: %v", f, err)
+		}
+	}
+	back, err := report.ReadResults(filepath.Join(out, "results.json"))
+	if err != nil || len(back.Runs) != 10 {
+		t.Errorf("results.json: %v runs, %v; want 10", len(back.Runs), err)
+	}
+	if n := rec.count("run_done"); n != 10 {
+		t.Errorf("run_done events = %d, want 10", n)
+	}
+
+	// The same campaign again runs nothing and reuses the datasets.
+	var again recorder
+	res2, err := Execute(context.Background(), cfg, again.on)
+	if err != nil {
+		t.Fatalf("second Execute: %v", err)
+	}
+	if again.count("run_start") != 0 || again.count("run_skipped") != 10 || len(res2.Runs) != 10 {
+		t.Errorf("second run: %d started, %d skipped, %d runs; want 0, 10, 10", again.count("run_start"), again.count("run_skipped"), len(res2.Runs))
+	}
+	if got := res2.Variants[1].HugePagesObserved; got != "off" {
+		t.Errorf("resumed huge_pages_observed of b = %q, want off from the journal", got)
+	}
+	if res2.Runs[3].TPS != res.Runs[3].TPS {
+		t.Errorf("resumed results changed run 4: %v, want %v", res2.Runs[3].TPS, res.Runs[3].TPS)
+	}
+}
+
+// TestRealEffectAndRemoveData compares synchronous_commit=on with off on
+// tpcb, where commits wait for WAL flushes: off must be found faster. The
+// order is randomized with a seed and checked; then --remove-data.
+func TestRealEffectAndRemoveData(t *testing.T) {
+	bin := needPostgres(t)
+	out := scratch(t)
+	cfg := &Config{
+		Variants: []Variant{{Name: "sync_on", BinDir: bin, HugePages: "off"}, {Name: "sync_off", BinDir: bin, HugePages: "off", Settings: map[string]string{"synchronous_commit": "off"}}},
+		Settings: map[string]string{"shared_buffers": "32MB"},
+		Mode:     "tpcb", Scale: 1, Clients: []int{4}, Duration: 2 * time.Second, Iterations: 4,
+		Order: OrderRandomized, Seed: 7, SeedSet: true, OutDir: out,
+	}
+	res, err := Execute(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	checkOrder(t, cfg, res.Runs)
+	if res.Workload.Seed != 7 || res.Workload.Order != OrderRandomized {
+		t.Errorf("workload order %q seed %d, want randomized 7", res.Workload.Order, res.Workload.Seed)
+	}
+	cmp := res.Cells[0].Comparisons[0]
+	if cmp.Candidate != "sync_off" || cmp.Verdict != report.VerdictFaster || cmp.DeltaPct <= 0 || cmp.PValue > 0.05 {
+		t.Errorf("sync_off vs sync_on = %+v, want faster with p <= 0.05", cmp)
+	}
+	if got := res.Variants[1].Settings["synchronous_commit"]; got != "off" {
+		t.Errorf("sync_off settings synchronous_commit = %q, want off", got)
+	}
+
+	data := filepath.Join(out, "data")
+	removed, err := RemoveData(context.Background(), out, "")
+	if err != nil || len(removed) != 2 {
+		t.Fatalf("RemoveData = %v, %v, want two directories", removed, err)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("stat %s = %v, want it gone", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.json")); err != nil {
+		t.Errorf("results.json must survive RemoveData: %v", err)
+	}
+	removed, err = RemoveData(context.Background(), out, "")
+	if err != nil || len(removed) != 0 {
+		t.Errorf("second RemoveData = %v, %v, want nothing to do", removed, err)
+	}
+	// The finished campaign again rebuilds its results without data.
+	again, err := Execute(context.Background(), cfg, nil)
+	if err != nil || len(again.Runs) != len(res.Runs) {
+		t.Fatalf("finished campaign after RemoveData: %v, %v", again, err)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("re-running a finished campaign recreated %s (%v); it needs no data", data, err)
+	}
+}
+
+func journalRuns(t *testing.T, out string) int {
+	b, _ := os.ReadFile(filepath.Join(out, JournalFile))
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), `{"run":`) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKillAndResume kills a real campaign process with SIGKILL in the
+// middle, then runs the same campaign: only the missing runs run, the
+// earlier ones are kept as they were.
+func TestKillAndResume(t *testing.T) {
+	bin := needPostgres(t)
+	out := scratch(t)
+	cfg := &Config{
+		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off", Settings: map[string]string{"work_mem": "8MB"}}},
+		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 2 * time.Second, Iterations: 3, OutDir: out,
+	}
+	b, _ := json.Marshal(cfg)
+	cfg.Defaults()
+	cfgFile := filepath.Join(filepath.Dir(out), "config.json")
+	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	child := exec.Command(exe, "-test.run=^$")
+	child.Env = append(os.Environ(), childEnv+"="+cfgFile)
+	var childErr bytes.Buffer
+	child.Stderr = &childErr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for journalRuns(t, out) < 2 {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatalf("child never journaled 2 runs: %s", childErr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Mid-run: the third run is in flight.
+	time.Sleep(800 * time.Millisecond)
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	before := journalRuns(t, out)
+	if before < 2 || before >= 6 {
+		t.Fatalf("journal has %d runs after the kill, want 2..5", before)
+	}
+	j, err := openJournal(out, cfg.definition(), false, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := j.Runs
+	j.Close()
+
+	var rec recorder
+	res, err := Execute(context.Background(), cfg, rec.on)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if got, want := rec.count("run_start"), 6-before; got != want {
+		t.Errorf("resume started %d runs, want %d (the missing ones)", got, want)
+	}
+	if got := rec.count("run_skipped"); got != before {
+		t.Errorf("resume skipped %d runs, want %d", got, before)
+	}
+	checkOrder(t, cfg, res.Runs)
+	for seq, r := range earlier {
+		got := res.Runs[seq-1]
+		if !got.StartedAt.Equal(r.StartedAt) || got.TPS != r.TPS {
+			t.Errorf("run %d after resume = %v at %v, want the journaled %v at %v", seq, got.TPS, got.StartedAt, r.TPS, r.StartedAt)
+		}
+	}
+}
+
+// TestHugePagesOnWithoutPool starts a huge_pages=on variant with an empty
+// pool: it must fail clearly, naming the variant, and not fall back.
+func TestHugePagesOnWithoutPool(t *testing.T) {
+	bin := needPostgres(t)
+	testhost.RequireRoot(t)
+	testhost.LockKernel(t)
+	testhost.SaveSysctl(t, "vm.nr_hugepages")
+	if err := os.WriteFile(testhost.SysctlPath("vm.nr_hugepages"), []byte("0"), 0o644); err != nil {
+		t.Fatalf("empty the pool: %v", err)
+	}
+	out := scratch(t)
+	cfg := &Config{
+		Variants: []Variant{{Name: "hp", BinDir: bin, HugePages: "on"}, {Name: "plain", BinDir: bin, HugePages: "off"}},
+		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: time.Second, Iterations: 1, OutDir: out,
+	}
+	_, err := Execute(context.Background(), cfg, nil)
+	var ue *UnmetError
+	if err == nil || !errors.As(err, &ue) {
+		t.Fatalf("Execute = %v, want an *UnmetError", err)
+	}
+	for _, want := range []string{"variant hp", "huge_pages=on", "HugePages_Total=0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if n := journalRuns(t, out); n != 0 {
+		t.Errorf("journal has %d runs, want none", n)
+	}
+
+	// With a pool large enough, the same campaign runs and records that the
+	// segment really came from the pool.
+	if err := os.WriteFile(testhost.SysctlPath("vm.nr_hugepages"), []byte("64"), 0o644); err != nil {
+		t.Fatalf("reserve the pool: %v", err)
+	}
+	cfg.Settings = map[string]string{"shared_buffers": "16MB"}
+	cfg.Fresh = true
+	res, err := Execute(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatalf("Execute with a pool: %v", err)
+	}
+	for i, want := range []string{"on", "off"} {
+		if got := res.Variants[i].HugePagesObserved; got != want {
+			t.Errorf("variant %s huge_pages_observed = %q, want %q", res.Variants[i].Name, got, want)
+		}
+	}
+}
+
+// TestCancelStopsCleanly cancels the context mid-campaign (what SIGINT
+// does in the runner): the error wraps context.Canceled, the journal keeps
+// the finished runs, and no server is left running.
+func TestCancelStopsCleanly(t *testing.T) {
+	bin := needPostgres(t)
+	out := scratch(t)
+	cfg := &Config{
+		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
+		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 3 * time.Second, Iterations: 2, OutDir: out,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := 0
+	on := func(e Event) {
+		if e.Event == "run_start" {
+			started++
+			if started == 2 {
+				// Cancel in the middle of the second run.
+				time.AfterFunc(time.Second, cancel)
+			}
+		}
+	}
+	t0 := time.Now()
+	_, err := Execute(ctx, cfg, on)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Execute = %v, want context.Canceled", err)
+	}
+	if d := time.Since(t0); d > 30*time.Second {
+		t.Errorf("cancel took the campaign %v to stop", d)
+	}
+	if n := journalRuns(t, out); n != 1 {
+		t.Errorf("journal has %d runs, want 1", n)
+	}
+	for _, v := range []string{"a", "b"} {
+		if _, err := os.Stat(filepath.Join(out, "data", v, "postmaster.pid")); !os.IsNotExist(err) {
+			t.Errorf("variant %s: postmaster.pid = %v, want no server left running", v, err)
+		}
+	}
+}

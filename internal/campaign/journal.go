@@ -1,0 +1,278 @@
+package campaign
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+)
+
+// JournalFile is the name of the journal inside the campaign directory.
+const JournalFile = "journal.jsonl"
+
+// Definition is what makes two campaigns the same campaign: the journal's
+// header holds it, and a resume with a different one is refused. It leaves
+// out what does not change the measurement (alpha, output paths).
+type Definition struct {
+	Variants         []DefinitionVariant `json:"variants"`
+	Settings         map[string]string   `json:"settings"`
+	Mode             string              `json:"mode"`
+	Script           string              `json:"script,omitempty"`
+	Scale            int                 `json:"scale"`
+	Clients          []int               `json:"clients"`
+	Threads          string              `json:"threads"`
+	DurationSeconds  float64             `json:"duration_seconds"`
+	Iterations       int                 `json:"iterations"`
+	Protocol         string              `json:"protocol"`
+	WarmupSeconds    float64             `json:"warmup_seconds"`
+	CheckpointBefore bool                `json:"checkpoint_before"`
+	Restart          string              `json:"restart"`
+	Order            string              `json:"order"`
+	Seed             int64               `json:"seed"`
+	ServerNUMA       string              `json:"server_numa"`
+	ClientNUMA       string              `json:"client_numa"`
+}
+
+// DefinitionVariant is a variant as the journal records it.
+type DefinitionVariant struct {
+	Name      string            `json:"name"`
+	BinDir    string            `json:"bin_dir"`
+	Settings  map[string]string `json:"settings"`
+	HugePages string            `json:"huge_pages"`
+}
+
+func (c *Config) definition() Definition {
+	d := Definition{
+		Settings: c.Settings, Mode: c.Mode, Script: c.Script, Scale: c.Scale, Clients: c.Clients,
+		Threads: c.Threads, DurationSeconds: c.Duration.Seconds(), Iterations: c.Iterations,
+		Protocol: c.Protocol, WarmupSeconds: c.Warmup.Seconds(), CheckpointBefore: c.CheckpointBefore,
+		Restart: c.Restart, Order: c.Order, ServerNUMA: c.ServerNUMA, ClientNUMA: c.ClientNUMA,
+	}
+	if c.Order == OrderRandomized {
+		d.Seed = c.Seed
+	}
+	if d.Settings == nil {
+		d.Settings = map[string]string{}
+	}
+	for _, v := range c.Variants {
+		s := v.Settings
+		if s == nil {
+			s = map[string]string{}
+		}
+		d.Variants = append(d.Variants, DefinitionVariant{Name: v.Name, BinDir: v.BinDir, Settings: s, HugePages: v.HugePages})
+	}
+	return d
+}
+
+// journalLine is one line of the journal: the header first, then one run
+// per finished pgbench execution.
+type journalLine struct {
+	Header *journalHeader `json:"header,omitempty"`
+	Run    *report.Run    `json:"run,omitempty"`
+	// HugePages records what a variant's server really used, so a resumed
+	// campaign that starts no server still reports it.
+	HugePages *observedHugePages `json:"huge_pages,omitempty"`
+}
+
+type observedHugePages struct {
+	Variant  string `json:"variant"`
+	Observed string `json:"observed"`
+}
+
+type journalHeader struct {
+	Definition Definition `json:"definition"`
+	StartedAt  time.Time  `json:"started_at"`
+}
+
+// Journal appends finished runs to OUT/journal.jsonl, each synced to disk
+// before the next run starts, so a crash loses at most the run in flight.
+type Journal struct {
+	f         *os.File
+	StartedAt time.Time
+	Runs      map[int]report.Run
+	// HugePages is the last observed huge-page use per variant.
+	HugePages map[string]string
+}
+
+// openJournal opens (or creates) the journal for def. An existing journal
+// for a different definition is refused, naming the first field that
+// differs, unless fresh is set, in which case it is moved aside.
+func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journal, error) {
+	path := filepath.Join(dir, JournalFile)
+	j := &Journal{Runs: map[int]report.Run{}, HugePages: map[string]string{}}
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && fresh && len(b) > 0:
+		old := path + "." + now.UTC().Format("20060102T150405") + ".old"
+		if err := os.Rename(path, old); err != nil {
+			return nil, fmt.Errorf("move old journal aside: %w", err)
+		}
+		b = nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	// A last line without its newline is a write the crash cut short: drop it.
+	torn := false
+	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
+		b, torn = b[:i+1], true
+	}
+	header := false
+	if len(b) > 0 {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		lineNo := 0
+		for sc.Scan() {
+			lineNo++
+			var l journalLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				return nil, fmt.Errorf("journal %s line %d: %w", path, lineNo, err)
+			}
+			switch {
+			case l.Header != nil:
+				if field := differingField(l.Header.Definition, def); field != "" {
+					return nil, &ValidationError{Field: "--out", Msg: fmt.Sprintf(
+						"%s holds the journal of a different campaign (%s); use another --out, or --fresh to start over", path, field)}
+				}
+				j.StartedAt = l.Header.StartedAt
+				header = true
+			case l.Run != nil:
+				j.Runs[l.Run.Seq] = *l.Run
+			case l.HugePages != nil:
+				j.HugePages[l.HugePages.Variant] = l.HugePages.Observed
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read journal %s: %w", path, err)
+		}
+		if !header {
+			return nil, fmt.Errorf("journal %s has no header line", path)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	j.f = f
+	if torn && header {
+		if err := f.Truncate(int64(len(b))); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("truncate journal: %w", err)
+		}
+	}
+	if !header {
+		// Rewrite from scratch: a torn header-only file is replaced.
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("truncate journal: %w", err)
+		}
+		j.StartedAt = now
+		if err := j.append(journalLine{Header: &journalHeader{Definition: def, StartedAt: now}}); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// differingField compares two definitions field by field through their
+// JSON, so the message names the field as the journal spells it.
+func differingField(old, cur Definition) string {
+	var a, b map[string]json.RawMessage
+	ja, _ := json.Marshal(old)
+	jb, _ := json.Marshal(cur)
+	json.Unmarshal(ja, &a)
+	json.Unmarshal(jb, &b)
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !bytes.Equal(a[k], b[k]) {
+			if k == "variants" {
+				return "variants differ: " + variantDiff(old.Variants, cur.Variants)
+			}
+			return fmt.Sprintf("%s differs: journal has %s, now %s", k, a[k], b[k])
+		}
+	}
+	return ""
+}
+
+func variantDiff(old, cur []DefinitionVariant) string {
+	if len(old) != len(cur) {
+		return fmt.Sprintf("journal has %d, now %d", len(old), len(cur))
+	}
+	for i := range old {
+		ja, _ := json.Marshal(old[i])
+		jb, _ := json.Marshal(cur[i])
+		if !bytes.Equal(ja, jb) {
+			return fmt.Sprintf("journal has %s, now %s", ja, jb)
+		}
+	}
+	return "differ"
+}
+
+// Append records a finished run durably.
+func (j *Journal) Append(r report.Run) error {
+	if err := j.append(journalLine{Run: &r}); err != nil {
+		return err
+	}
+	j.Runs[r.Seq] = r
+	return nil
+}
+
+func (j *Journal) append(l journalLine) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("encode journal line: %w", err)
+	}
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync journal: %w", err)
+	}
+	return nil
+}
+
+// RecordHugePages records a variant's observed huge-page use when it changed.
+func (j *Journal) RecordHugePages(variant, observed string) error {
+	if j.HugePages[variant] == observed {
+		return nil
+	}
+	if err := j.append(journalLine{HugePages: &observedHugePages{Variant: variant, Observed: observed}}); err != nil {
+		return err
+	}
+	j.HugePages[variant] = observed
+	return nil
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// readSeed returns the seed recorded in an existing journal, if any, so a
+// randomized campaign resumed without --seed keeps its order.
+func readSeed(dir string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	var l journalLine
+	if json.Unmarshal(line, &l) != nil || l.Header == nil || l.Header.Definition.Order != OrderRandomized {
+		return 0, false
+	}
+	return l.Header.Definition.Seed, true
+}

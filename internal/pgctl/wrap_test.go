@@ -1,0 +1,62 @@
+package pgctl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+func TestParseControlData(t *testing.T) {
+	out := "pg_control version number:            1300\nCatalog version number:               202209061\n" +
+		"Database system identifier:           7312345678901234567\nDatabase cluster state:               shut down\n"
+	m := ParseControlData(out)
+	for k, want := range map[string]string{"Catalog version number": "202209061", "Database cluster state": "shut down", "pg_control version number": "1300"} {
+		if got := m[k]; got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+}
+
+// TestStartWrappedPinsPostmaster starts a real server under numactl and
+// checks the postmaster's CPU affinity, and reads the catalog version.
+func TestStartWrappedPinsPostmaster(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "postgres", pg15)
+	numactl := testhost.RequireCommand(t, "numactl")
+	ctx := context.Background()
+	c, cleanup, err := Scratch(ctx, pg15, map[string]string{"shared_buffers": "16MB", "huge_pages": "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	cat, err := c.CatalogVersion(ctx)
+	if err != nil || !regexp.MustCompile(`^\d{9}$`).MatchString(cat) {
+		t.Errorf("CatalogVersion = %q, %v, want a 9-digit number", cat, err)
+	}
+	c.Wrap = []string{numactl, "--physcpubind=0"}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	pidFile, err := os.ReadFile(filepath.Join(c.DataDir, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, _ := strings.Cut(string(pidFile), "\n")
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^Cpus_allowed_list:\s*(\S+)`).FindSubmatch(status)
+	if m == nil || string(m[1]) != "0" {
+		t.Errorf("postmaster Cpus_allowed_list = %q, want 0", m)
+	}
+	if _, ok, err := c.HugePagesStatus(ctx); ok || err != nil {
+		t.Errorf("HugePagesStatus on PostgreSQL 15 = ok %v, %v; want not available", ok, err)
+	}
+}
