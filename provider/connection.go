@@ -80,9 +80,9 @@ var connectionDescriptions = map[string]string{
 	"host_id":             "ID of the `pgbench_host` this connection belongs to.",
 }
 
-// connectionInputAttribute is the `connection` argument of the resources that
+// connectionInputAttribute is the `host_connection` argument of the resources that
 // work on a host: required, sensitive, and taken whole from
-// `pgbench_host.<name>.connection`. A different connection means a
+// `pgbench_host.<name>.connection_info`. A different connection means a
 // different host, so it forces replacement.
 func connectionInputAttribute(requiresReplace bool) schema.SingleNestedAttribute {
 	attrs := map[string]schema.Attribute{}
@@ -98,7 +98,7 @@ func connectionInputAttribute(requiresReplace bool) schema.SingleNestedAttribute
 	a := schema.SingleNestedAttribute{
 		Required:  true,
 		Sensitive: true,
-		MarkdownDescription: "How to reach the host and its runner: set this to `pgbench_host.<name>.connection`. " +
+		MarkdownDescription: "How to reach the host and its runner: set this to `pgbench_host.<name>.connection_info`. " +
 			"Changing it replaces the resource.",
 		Attributes: attrs,
 	}
@@ -126,7 +126,7 @@ func connectionOutputAttribute() schema.SingleNestedAttribute {
 		Computed:  true,
 		Sensitive: true,
 		MarkdownDescription: "Everything the other resources need to work on this host. Pass it whole: " +
-			"`connection = pgbench_host.<name>.connection`.",
+			"`host_connection = pgbench_host.<name>.connection_info`.",
 		Attributes: attrs,
 	}
 }
@@ -180,7 +180,7 @@ func (c connectionModel) dial(ctx context.Context) (remote.Executor, error) {
 		}
 		return remote.DialSSH(ctx, cfg)
 	default:
-		return nil, fmt.Errorf("connection mode %q is not ssh or local; pass pgbench_host.<name>.connection", c.Mode.ValueString())
+		return nil, fmt.Errorf("connection mode %q is not ssh or local; pass pgbench_host.<name>.connection_info", c.Mode.ValueString())
 	}
 }
 

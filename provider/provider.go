@@ -178,7 +178,7 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{NewHostResource, NewABBenchmarkResource, NewHugepagePoolResource, NewPostgresBuildResource}
 }
 
 func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 
@@ -44,11 +46,26 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
 	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
 	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the build dependencies with apt-get or dnf")
+	remove := fs.Bool("remove", false, "remove the build installed in --prefix (only a prefix holding a finished build stamp), then exit")
+	expectKey := fs.String("build-key", "", "--remove: refuse unless the prefix's stamp records this build key")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
+	}
+	if *remove {
+		if opts.Prefix == "" {
+			return o.emit(nil, usagef("--remove needs --prefix"), nil)
+		}
+		r, err := removeBuild(opts.Prefix, *expectKey)
+		return o.emit(r, err, func(w io.Writer) {
+			if r.Removed {
+				fmt.Fprintf(w, "removed %s\n", r.Prefix)
+			} else {
+				fmt.Fprintf(w, "nothing to remove: %s does not exist\n", r.Prefix)
+			}
+		})
 	}
 	n := 0
 	for _, s := range []string{opts.Tarball, opts.GitURL, opts.SystemBinDir} {
@@ -64,6 +81,11 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	}
 	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "") {
 		return o.emit(nil, usagef("--system builds nothing: --patch, --configure-flag and --cflags do not apply"), nil)
+	}
+	if opts.SystemBinDir != "" {
+		if err := checkSystemBinDir(opts.SystemBinDir); err != nil {
+			return o.emit(nil, unmet(err), nil)
+		}
 	}
 	url := ""
 	if strings.HasPrefix(opts.Tarball, "http://") || strings.HasPrefix(opts.Tarball, "https://") {
@@ -147,4 +169,75 @@ func download(ctx context.Context, url, want string) (string, error) {
 		return "", fmt.Errorf("download %s: %w", url, err)
 	}
 	return dest, nil
+}
+
+// removed is the JSON of `pgbench-runner build --remove --json`.
+type removed struct {
+	Prefix   string `json:"prefix"`
+	Removed  bool   `json:"removed"`
+	BuildKey string `json:"build_key,omitempty"`
+}
+
+// removeBuild deletes a prefix that a build finished in, with its log and
+// lock file. It refuses anything without a build stamp, so an installed
+// PostgreSQL (or any other directory) given by mistake is never touched.
+// A prefix that is already gone is not an error: destroy must be idempotent.
+func removeBuild(prefix, wantKey string) (removed, error) {
+	abs, err := filepath.Abs(prefix)
+	if err != nil {
+		return removed{Prefix: prefix}, fmt.Errorf("remove build %s: %w", prefix, err)
+	}
+	r := removed{Prefix: abs}
+	if abs == "/" || filepath.Dir(abs) == "/" {
+		return r, fmt.Errorf("remove build %s: refusing a top-level directory", abs)
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	} else if err != nil {
+		return r, fmt.Errorf("remove build %s: %w", abs, err)
+	}
+	b, err := os.ReadFile(filepath.Join(abs, pgbuild.StampName))
+	if err != nil {
+		return r, fmt.Errorf("remove build %s: no build stamp %s (%w): it was not built by pgbench-runner build, so it is left alone", abs, pgbuild.StampName, err)
+	}
+	var st pgbuild.Result
+	if err := json.Unmarshal(b, &st); err != nil || st.BuildKey == "" {
+		return r, fmt.Errorf("remove build %s: unreadable build stamp %s: left alone", abs, pgbuild.StampName)
+	}
+	r.BuildKey = st.BuildKey
+	if wantKey != "" && st.BuildKey != wantKey {
+		return r, fmt.Errorf("remove build %s: it holds build %s, not %s: left alone", abs, st.BuildKey, wantKey)
+	}
+	// A build in progress holds the lock; never delete under it.
+	lf, err := os.OpenFile(abs+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return r, fmt.Errorf("remove build %s: open lock: %w", abs, err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return r, fmt.Errorf("remove build %s: a build holds %s.lock: %w", abs, abs, err)
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return r, fmt.Errorf("remove build %s: %w", abs, err)
+	}
+	os.Remove(abs + ".log")
+	os.Remove(abs + ".lock")
+	r.Removed = true
+	return r, nil
+}
+
+// checkSystemBinDir makes sure an adopted installation has every program a
+// campaign runs, so a missing pgbench fails at adopt time, not hours later.
+func checkSystemBinDir(dir string) error {
+	var missing []string
+	for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("adopt %s: missing %s (install the PostgreSQL server and client packages, or point system at another bin directory)", dir, strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -27,7 +27,7 @@ func TestRealPgbench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c, cleanup, err := pgctl.Scratch(ctx, pg15, map[string]string{"fsync": "off"})
+	c, cleanup, err := pgctl.Scratch(ctx, pg15, map[string]string{"fsync": "off", "huge_pages": "off"})
 	if err != nil {
 		t.Fatalf("Scratch: %v", err)
 	}

@@ -1,0 +1,209 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+)
+
+// The typed `results` attribute of pgbench_ab_benchmark: one object per
+// client count, so a `check` block can say
+// `pgbench_ab_benchmark.x.results[0].comparisons[0].verdict != "slower"`.
+
+var abVariantCellAttrTypes = map[string]attr.Type{
+	"tps":            types.ListType{ElemType: types.Float64Type},
+	"median_tps":     types.Float64Type,
+	"min_tps":        types.Float64Type,
+	"max_tps":        types.Float64Type,
+	"cv":             types.Float64Type,
+	"latency_avg_ms": types.Float64Type,
+	"latency_p99_ms": types.Float64Type,
+	"drifting_runs":  types.Int64Type,
+}
+
+var abComparisonAttrTypes = map[string]attr.Type{
+	"baseline":    types.StringType,
+	"candidate":   types.StringType,
+	"delta_pct":   types.Float64Type,
+	"ci_low_pct":  types.Float64Type,
+	"ci_high_pct": types.Float64Type,
+	"p_value":     types.Float64Type,
+	"verdict":     types.StringType,
+	"note":        types.StringType,
+}
+
+var abCellAttrTypes = map[string]attr.Type{
+	"clients":     types.Int64Type,
+	"variants":    types.MapType{ElemType: types.ObjectType{AttrTypes: abVariantCellAttrTypes}},
+	"comparisons": types.ListType{ElemType: types.ObjectType{AttrTypes: abComparisonAttrTypes}},
+}
+
+var abCellType = types.ObjectType{AttrTypes: abCellAttrTypes}
+
+// abVariantCellModel and the other *Model types mirror the attr types above
+// for ObjectValueFrom.
+type abVariantCellModel struct {
+	TPS          []float64 `tfsdk:"tps"`
+	MedianTPS    float64   `tfsdk:"median_tps"`
+	MinTPS       float64   `tfsdk:"min_tps"`
+	MaxTPS       float64   `tfsdk:"max_tps"`
+	CV           float64   `tfsdk:"cv"`
+	LatencyAvgMS float64   `tfsdk:"latency_avg_ms"`
+	LatencyP99MS float64   `tfsdk:"latency_p99_ms"`
+	DriftingRuns int64     `tfsdk:"drifting_runs"`
+}
+
+type abComparisonModel struct {
+	Baseline  string        `tfsdk:"baseline"`
+	Candidate string        `tfsdk:"candidate"`
+	DeltaPct  float64       `tfsdk:"delta_pct"`
+	CILowPct  types.Float64 `tfsdk:"ci_low_pct"`
+	CIHighPct types.Float64 `tfsdk:"ci_high_pct"`
+	PValue    float64       `tfsdk:"p_value"`
+	Verdict   string        `tfsdk:"verdict"`
+	Note      string        `tfsdk:"note"`
+}
+
+type abCellModel struct {
+	Clients     int64                         `tfsdk:"clients"`
+	Variants    map[string]abVariantCellModel `tfsdk:"variants"`
+	Comparisons []abComparisonModel           `tfsdk:"comparisons"`
+}
+
+// abResultsAttribute is the schema of the computed `results`.
+func abResultsAttribute() schema.ListNestedAttribute {
+	f := func(desc string) schema.Float64Attribute {
+		return schema.Float64Attribute{Computed: true, MarkdownDescription: desc}
+	}
+	s := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	return schema.ListNestedAttribute{
+		Computed: true,
+		MarkdownDescription: "The campaign's statistics, one object per client count in the order of " +
+			"`workload.clients`. Use it in `check` blocks or postconditions to fail a pipeline on a regression.",
+		NestedObject: schema.NestedAttributeObject{
+			Attributes: map[string]schema.Attribute{
+				"clients": schema.Int64Attribute{Computed: true, MarkdownDescription: "Client count of this cell."},
+				"variants": schema.MapNestedAttribute{
+					Computed:            true,
+					MarkdownDescription: "Each variant's statistics at this client count, by variant name.",
+					NestedObject: schema.NestedAttributeObject{
+						Attributes: map[string]schema.Attribute{
+							"tps": schema.ListAttribute{Computed: true, ElementType: types.Float64Type,
+								MarkdownDescription: "TPS of every iteration, in run order."},
+							"median_tps":     f("Median TPS over the iterations."),
+							"min_tps":        f("Lowest TPS of the iterations."),
+							"max_tps":        f("Highest TPS of the iterations."),
+							"cv":             f("Coefficient of variation (stddev / mean) of TPS, a fraction."),
+							"latency_avg_ms": f("Median over the iterations of pgbench's average latency, in ms."),
+							"latency_p99_ms": f("Median over the iterations of the 99th percentile latency, in ms (0 when pgbench's log was not available)."),
+							"drifting_runs": schema.Int64Attribute{Computed: true,
+								MarkdownDescription: "Iterations whose throughput drifted during the run."},
+						},
+					},
+				},
+				"comparisons": schema.ListNestedAttribute{
+					Computed:            true,
+					MarkdownDescription: "Each candidate variant against the baseline (the first variant).",
+					NestedObject: schema.NestedAttributeObject{
+						Attributes: map[string]schema.Attribute{
+							"baseline":    s("Name of the baseline variant."),
+							"candidate":   s("Name of the candidate variant."),
+							"delta_pct":   f("(median(candidate) / median(baseline) - 1) * 100."),
+							"ci_low_pct":  f("Lower bound of the 95% confidence interval of the delta, in %; null when the samples are too small."),
+							"ci_high_pct": f("Upper bound of the 95% confidence interval of the delta, in %; null when the samples are too small."),
+							"p_value":     f("p-value of a Mann-Whitney U test of the two samples."),
+							"verdict":     s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha`)."),
+							"note":        s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+// abResultsValue converts results.json cells into the typed `results` list.
+func abResultsValue(ctx context.Context, res *report.Results) (types.List, error) {
+	cells := make([]abCellModel, 0, len(res.Cells))
+	for _, c := range res.Cells {
+		m := abCellModel{Clients: int64(c.Clients), Variants: map[string]abVariantCellModel{}, Comparisons: []abComparisonModel{}}
+		for name, v := range c.Variants {
+			tps := v.TPS
+			if tps == nil {
+				tps = []float64{}
+			}
+			m.Variants[name] = abVariantCellModel{
+				TPS: tps, MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV,
+				LatencyAvgMS: v.LatencyMS.Avg, LatencyP99MS: v.LatencyMS.P99, DriftingRuns: int64(v.DriftingRuns),
+			}
+		}
+		for _, cmp := range c.Comparisons {
+			m.Comparisons = append(m.Comparisons, abComparisonModel{
+				Baseline: cmp.Baseline, Candidate: cmp.Candidate, DeltaPct: cmp.DeltaPct,
+				CILowPct: types.Float64PointerValue(cmp.CILowPct), CIHighPct: types.Float64PointerValue(cmp.CIHighPct),
+				PValue: cmp.PValue, Verdict: cmp.Verdict, Note: cmp.Note,
+			})
+		}
+		cells = append(cells, m)
+	}
+	l, diags := types.ListValueFrom(ctx, abCellType, cells)
+	if diags.HasError() {
+		return types.ListNull(abCellType), fmt.Errorf("build results: %v", diags)
+	}
+	return l, nil
+}
+
+// abHugePagesObserved maps each variant to the huge pages its server really
+// used ("on", "off" or "unknown").
+func abHugePagesObserved(res *report.Results) types.Map {
+	m := map[string]attr.Value{}
+	for _, v := range res.Variants {
+		m[v.Name] = types.StringValue(v.HugePagesObserved)
+	}
+	return types.MapValueMust(types.StringType, m)
+}
+
+// abSysinfoJSON renders the host facts recorded with the results as a JSON
+// string, with sorted keys so the state is stable.
+func abSysinfoJSON(res *report.Results) (string, error) {
+	if res.Sysinfo == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(res.Sysinfo)
+	if err != nil {
+		return "", fmt.Errorf("encode sysinfo: %w", err)
+	}
+	return string(b), nil
+}
+
+// checkResults refuses a results.json this provider does not understand.
+func checkResults(res *report.Results) error {
+	if res.SchemaVersion != report.SchemaVersion {
+		return fmt.Errorf("results.json has schema_version %d; this provider reads version %d (upgrade the provider or the runner so they match)",
+			res.SchemaVersion, report.SchemaVersion)
+	}
+	if len(res.Cells) == 0 {
+		return fmt.Errorf("results.json has no cells")
+	}
+	return nil
+}
+
+// sortedKeys returns the keys of m in order, so command lines built from
+// maps are deterministic.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,428 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// hostOnlyProvider is the provider with only pgbench_host registered, so
+// these tests depend on no other resource's schema.
+const (
+	numaBalancingFile = "/proc/sys/kernel/numa_balancing"
+	thpEnabledFile    = "/sys/kernel/mm/transparent_hugepage/enabled"
+)
+
+func TestAccHostValidation(t *testing.T) {
+	cases := []struct {
+		name, config string
+		want         string
+	}{
+		{"neither", `resource "pgbench_host" "x" {}`, `Exactly one of these attributes must be configured: \[ssh,local\]`},
+		{"both", `resource "pgbench_host" "x" {
+  local = true
+  ssh {
+    host        = "10.0.0.1"
+    private_key = "k"
+    host_key    = "SHA256:x"
+  }
+}`, `(?s)Invalid Attribute Combination.*ssh.*local`},
+		{"local false", `resource "pgbench_host" "x" { local = false }`, `Invalid Local Host`},
+		{"bad thp", `resource "pgbench_host" "x" {
+  local = true
+  tuning { transparent_hugepages = "sometimes" }
+}`, `(?s)transparent_hugepages.*value must be one of`},
+		{"bad numa_balancing", `resource "pgbench_host" "x" {
+  local = true
+  tuning { numa_balancing = "false" }
+}`, `(?s)numa_balancing.*value must be one of`},
+		{"bad governor", `resource "pgbench_host" "x" {
+  local = true
+  tuning { cpu_governor = "per formance" }
+}`, `must be a governor name`},
+		{"empty tuning", `resource "pgbench_host" "x" {
+  local = true
+  tuning {}
+}`, `Empty Tuning Block`},
+		{"relative install_dir", `resource "pgbench_host" "x" {
+  local       = true
+  install_dir = "lib/pgbench"
+}`, `must be an absolute path`},
+		{"bad package", `resource "pgbench_host" "x" {
+  local = true
+  bootstrap { packages = ["--force-yes"] }
+}`, `Invalid Package Name`},
+		{"ssh without host key", `resource "pgbench_host" "x" {
+  ssh {
+    host        = "10.0.0.1"
+    private_key = "k"
+  }
+}`, `(?s)host_key.*must be specified`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      c.config,
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(c.want),
+				}},
+			})
+		})
+	}
+}
+
+func readTrimmed(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		testhost.Skip(t, "needs %s: %v", p, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hostFactChecks compares the resource's facts with what this machine
+// reports: a test host shares the kernel with the test.
+func hostFactChecks(t *testing.T, name string) []statecheck.StateCheck {
+	t.Helper()
+	in, err := sysinfo.Read("/")
+	if err != nil {
+		t.Fatalf("read facts of this machine: %v", err)
+	}
+	sizes := []knownvalue.Check{}
+	for _, p := range in.HugePages {
+		sizes = append(sizes, knownvalue.Int64Exact(p.SizeBytes))
+	}
+	return []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("cpus"), knownvalue.Int64Exact(int64(in.CPUs))),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("numa_nodes"), knownvalue.Int64Exact(int64(len(in.NUMANodes)))),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("memory_bytes"), knownvalue.Int64Exact(in.MemoryTotalBytes)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("kernel"), knownvalue.StringExact(in.Kernel)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("cpu_model"), knownvalue.StringExact(in.CPUModel)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("hugepage_sizes"), knownvalue.ListExact(sizes)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("runner_version"), knownvalue.NotNull()),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("runner_sha256"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+	}
+}
+
+// runnerGone is a CheckDestroy that the runner and the tuning state file
+// were removed and, when knobs is set, that each file has its value again.
+func runnerGone(dir string, knobs map[string]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, f := range []string{"pgbench-runner", "tune-state.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+				return fmt.Errorf("%s after destroy: stat err = %v, want not exist", filepath.Join(dir, f), err)
+			}
+		}
+		for p, want := range knobs {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if got := strings.TrimSpace(string(b)); got != want {
+				return fmt.Errorf("%s after destroy = %q, want %q", p, got, want)
+			}
+		}
+		return nil
+	}
+}
+
+func TestAccHostLocal(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.LockKernel(t)
+	nb := readTrimmed(t, numaBalancingFile)
+	thp := readTrimmed(t, thpEnabledFile)
+	// Ask for values different from the current ones, so applying and
+	// reverting both really write.
+	wantNB, wantNBFile := "on", "1"
+	if nb != "0" {
+		wantNB, wantNBFile = "off", "0"
+	}
+	wantTHP := "never"
+	if sysinfo.BracketedMode(thp) == "never" {
+		wantTHP = "madvise"
+	}
+	t.Cleanup(func() {
+		// A failing test must not leave the machine tuned.
+		os.WriteFile(numaBalancingFile, []byte(nb), 0o644)
+		os.WriteFile(thpEnabledFile, []byte(sysinfo.BracketedMode(thp)), 0o644)
+	})
+	dir := filepath.Join(t.TempDir(), "lib", "pgbench")
+	cfg := fmt.Sprintf(`
+resource "pgbench_host" "local" {
+  local       = true
+  install_dir = %q
+  bootstrap {
+    packages = ["coreutils"]
+  }
+  tuning {
+    numa_balancing        = %q
+    transparent_hugepages = %q
+    cpu_governor          = "performance"
+  }
+}
+`, dir, wantNB, wantTHP)
+	name := "pgbench_host.local"
+	checks := append(hostFactChecks(t, name),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("id"), knownvalue.StringExact("local")),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("bootstrap_installed"), knownvalue.ListExact([]knownvalue.Check{})),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("numa_balancing"), knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"previous": knownvalue.StringExact(nb), "value": knownvalue.StringExact(wantNBFile), "status": knownvalue.StringExact("applied"),
+		})),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("transparent_hugepages"), knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"previous": knownvalue.StringExact(sysinfo.BracketedMode(thp)), "value": knownvalue.StringExact(wantTHP), "status": knownvalue.StringExact("applied"),
+		})),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("mode"), knownvalue.StringExact("local")),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("runner_path"), knownvalue.StringExact(filepath.Join(dir, "pgbench-runner"))),
+	)
+	governorFiles, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")
+	if len(governorFiles) == 0 {
+		// No cpufreq here: recorded, not an error.
+		checks = append(checks, statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("cpu_governor").AtMapKey("status"), knownvalue.StringExact("unsupported")))
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             runnerGone(dir, map[string]string{numaBalancingFile: nb, thpEnabledFile: thp}),
+		Steps: []resource.TestStep{
+			{
+				Config:            cfg,
+				ConfigStateChecks: checks,
+				Check: func(*terraform.State) error {
+					if got := readTrimmed(t, numaBalancingFile); got != wantNBFile {
+						return fmt.Errorf("%s = %q, want %q", numaBalancingFile, got, wantNBFile)
+					}
+					if got := sysinfo.BracketedMode(readTrimmed(t, thpEnabledFile)); got != wantTHP {
+						return fmt.Errorf("%s = %q, want %q", thpEnabledFile, got, wantTHP)
+					}
+					return nil
+				},
+			},
+			{
+				Config:            cfg,
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: checks[:1],
+			},
+			{
+				// A runner that vanished from the host makes refresh drop the
+				// resource, so the plan re-creates it; the tuning state file
+				// left in install_dir keeps the original previous values.
+				PreConfig: func() {
+					if err := os.Remove(filepath.Join(dir, "pgbench-runner")); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(name, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("numa_balancing").AtMapKey("previous"), knownvalue.StringExact(nb)),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("transparent_hugepages").AtMapKey("previous"), knownvalue.StringExact(sysinfo.BracketedMode(thp))),
+				},
+			},
+			{
+				Config:                  cfg,
+				ResourceName:            name,
+				ImportState:             true,
+				ImportStateId:           "local," + dir,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"tuning", "bootstrap", "runner_sha256"},
+			},
+		},
+	})
+	// The install dir was created by the resource and is empty again.
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("install dir %s after destroy: stat err = %v, want not exist", dir, err)
+	}
+}
+
+func sshHostConfig(h *testhost.Host, dir, bastion string) string {
+	return fmt.Sprintf(`
+resource "pgbench_host" "remote" {
+  install_dir = %q
+  ssh {
+    host        = %q
+    port        = %d
+    private_key = %q
+    host_key    = %q
+%s
+  }
+}
+`, dir, h.Addr, h.Port, h.ClientKeyPEM, h.HostKeyLine, bastion)
+}
+
+func testAccHostSSH(t *testing.T, h *testhost.Host, cfg, dir string) {
+	name := "pgbench_host.remote"
+	id := fmt.Sprintf("root@%s:%d", h.Addr, h.Port)
+	checks := append(hostFactChecks(t, name),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("id"), knownvalue.StringExact(id)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied"), knownvalue.Null()),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("mode"), knownvalue.StringExact("ssh")),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("host"), knownvalue.StringExact(h.Addr)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("host_id"), knownvalue.StringExact(id)),
+	)
+	tc := resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             runnerGone(dir, nil),
+		Steps: []resource.TestStep{
+			{
+				Config:            cfg,
+				ConfigStateChecks: checks,
+				Check: func(*terraform.State) error {
+					if fi, err := os.Stat(filepath.Join(dir, "pgbench-runner")); err != nil || fi.Mode()&0o111 == 0 {
+						return fmt.Errorf("runner in %s: %v, mode %v; want an executable file", dir, err, fi)
+					}
+					return nil
+				},
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				Config:            cfg,
+				ResourceName:      name,
+				ImportState:       true,
+				ImportStateId:     id + "," + dir,
+				ImportStateVerify: true,
+				// The key and pinned host key come from configuration, so an
+				// imported SSH host learns its facts on the next apply.
+				ImportStateVerifyIgnore: []string{"ssh.private_key", "ssh.host_key", "ssh.bastion", "connection_info", "runner_",
+					"cpus", "numa_nodes", "memory_bytes", "cpu_model", "kernel", "hugepage_sizes"},
+			},
+		},
+	}
+	resource.Test(t, tc)
+}
+
+func TestAccHostSSH(t *testing.T) {
+	h := testhost.New(t)
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	testAccHostSSH(t, h, sshHostConfig(h, dir, ""), dir)
+}
+
+func TestAccHostSSHBastion(t *testing.T) {
+	bastion := testhost.New(t)
+	h := testhost.New(t, testhost.Behind(bastion))
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	b := fmt.Sprintf(`    bastion {
+      host        = %q
+      port        = %d
+      private_key = %q
+      host_key    = %q
+    }`, bastion.Addr, bastion.Port, bastion.ClientKeyPEM, bastion.HostKeyLine)
+	testAccHostSSH(t, h, sshHostConfig(h, dir, b), dir)
+}
+
+// A strict tuning the host cannot satisfy fails the create and leaves the
+// machine as it was: no knob changed, no runner left behind.
+func TestAccHostTuningFailureLeavesHostUnchanged(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.LockKernel(t)
+	if m, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"); len(m) > 0 {
+		t.Skip("this machine has cpufreq, so a strict cpu_governor does not fail here")
+	}
+	nb := readTrimmed(t, numaBalancingFile)
+	thp := readTrimmed(t, thpEnabledFile)
+	wantNB := "on"
+	if nb != "0" {
+		wantNB = "off"
+	}
+	t.Cleanup(func() {
+		os.WriteFile(numaBalancingFile, []byte(nb), 0o644)
+		os.WriteFile(thpEnabledFile, []byte(sysinfo.BracketedMode(thp)), 0o644)
+	})
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "pgbench_host" "local" {
+  local       = true
+  install_dir = %q
+  tuning {
+    numa_balancing = %q
+    cpu_governor   = "performance"
+    strict         = true
+  }
+}
+`, dir, wantNB),
+			ExpectError: regexp.MustCompile(`(?s)Tuning Failed.*not supported.*reverted`),
+		}},
+	})
+	if err := runnerGone(dir, map[string]string{numaBalancingFile: nb, thpEnabledFile: thp})(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("install dir %s after failed create: stat err = %v, want not exist", dir, err)
+	}
+}
+
+// Adopting a host that already has a runner: the import cannot know the
+// keys, so configuration fills them in with an in-place update (not a
+// replacement) that also reads the facts.
+func TestAccHostSSHAdoptImported(t *testing.T) {
+	h := testhost.New(t)
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	ctx := context.Background()
+	ex, err := remote.DialSSH(ctx, remote.SSHConfig{Host: h.Addr, Port: h.Port, User: h.User, PrivateKey: h.ClientKeyPEM, HostKey: h.HostKeyLine})
+	if err != nil {
+		t.Fatalf("dial test host: %v", err)
+	}
+	if _, err := runnerbin.Install(ctx, ex, runnerbin.Binary, dir); err != nil {
+		ex.Close()
+		t.Fatalf("install runner: %v", err)
+	}
+	ex.Close()
+	cfg := sshHostConfig(h, dir, "")
+	name := "pgbench_host.remote"
+	id := fmt.Sprintf("root@%s:%d", h.Addr, h.Port)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             runnerGone(dir, nil),
+		Steps: []resource.TestStep{
+			{
+				Config:             cfg,
+				ResourceName:       name,
+				ImportState:        true,
+				ImportStateId:      id + "," + dir,
+				ImportStatePersist: true,
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(name, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: append(hostFactChecks(t, name),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("id"), knownvalue.StringExact(id)),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("host_key"), knownvalue.StringExact(h.HostKeyLine)),
+				),
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}

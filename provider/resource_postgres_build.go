@@ -1,0 +1,448 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	posixpath "path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+)
+
+var (
+	_ resource.ResourceWithConfigure      = (*postgresBuildResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*postgresBuildResource)(nil)
+)
+
+// NewPostgresBuildResource is the constructor of pgbench_postgres_build.
+func NewPostgresBuildResource() resource.Resource { return &postgresBuildResource{} }
+
+type postgresBuildResource struct {
+	data *providerData
+}
+
+// Builds take minutes on a big host and much longer on a small one.
+const defaultBuildTimeout = 60 * time.Minute
+
+func (r *postgresBuildResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_postgres_build"
+}
+
+func (r *postgresBuildResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replaceStr := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	keepStr := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	replaceList := []planmodifier.List{listplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One PostgreSQL installation on a host: built from a release tarball or a git ref, " +
+			"with patches and configure flags, into a prefix named by its build key (an identical build is reused), " +
+			"or an installed PostgreSQL adopted with `source { system = BIN_DIR }`. Every argument forces " +
+			"replacement. Destroy removes the prefix only if this resource built it, and never a `system` one.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The build key.",
+				PlanModifiers:       keepStr,
+			},
+			"host_connection": connectionInputAttribute(true),
+			"patches": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Patch contents (not paths), applied in order with `patch -p1`, e.g. " +
+					"`[file(\"v3-0001-fix.patch\")]`.",
+				PlanModifiers: replaceList,
+			},
+			"configure_flags": schema.ListAttribute{
+				ElementType:         types.StringType,
+				Optional:            true,
+				MarkdownDescription: "Extra `configure` flags, e.g. `[\"--with-libnuma\"]`.",
+				PlanModifiers:       replaceList,
+			},
+			"cflags": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "`CFLAGS` for `configure`, e.g. `-O2 -g`.",
+				PlanModifiers:       replaceStr,
+			},
+			"jobs": schema.Int64Attribute{
+				Optional:            true,
+				MarkdownDescription: "`make -j` jobs; by default the host's CPU count.",
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+			},
+			"install_deps": schema.BoolAttribute{
+				Optional:            true,
+				MarkdownDescription: "Install the build dependencies (compiler, bison, flex, ...) with the host's package manager first.",
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
+			"prefix": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				MarkdownDescription: "Install prefix. By default `" + pgbuild.DefaultRoot + "/<build_key[:16]>`; " +
+					"for `system`, the parent of the bin directory.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIfConfigured(), stringplanmodifier.UseStateForUnknown()},
+			},
+			"build_key": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Hash of everything that determines the build: source, patches, flags, compiler.",
+				PlanModifiers:       keepStr,
+			},
+			"bin_dir": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The bin directory, for `pgbench_ab_benchmark` variants and `pgbench_hugepage_pool.size_for`.",
+				PlanModifiers:       keepStr,
+			},
+			"version": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "PostgreSQL version, e.g. `15.18`.",
+				PlanModifiers:       keepStr,
+			},
+			"cached": schema.BoolAttribute{
+				Computed:            true,
+				MarkdownDescription: "True when an existing build with the same key (or a `system` installation) was used and nothing was built.",
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"build_seconds": schema.Float64Attribute{
+				Computed:            true,
+				MarkdownDescription: "How long the build (or the check of a cached one) took.",
+				PlanModifiers:       []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"source": schema.SingleNestedBlock{
+				MarkdownDescription: "Where PostgreSQL comes from: exactly one of `tarball` (with optional `sha256`), " +
+					"`git` with `ref`, or `system`.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"tarball": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Release tarball: a path on the host or an http(s) URL the host downloads.",
+					},
+					"sha256": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Expected sha256 of the tarball; the build fails on a mismatch.",
+					},
+					"git": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Git repository URL, fetched on the host.",
+					},
+					"ref": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Branch, tag or commit to build from `git`.",
+					},
+					"system": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Bin directory of an installed PostgreSQL, e.g. `/usr/lib/postgresql/15/bin`; " +
+							"it must hold postgres, pg_ctl, initdb and pgbench. Nothing is built or removed.",
+					},
+				},
+			},
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
+		},
+	}
+}
+
+func (r *postgresBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	d, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("got %T, want *providerData", req.ProviderData))
+		return
+	}
+	r.data = d
+}
+
+func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m postgresBuildModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	src := path.Root("source")
+	if m.Source == nil {
+		resp.Diagnostics.AddError("Missing Source",
+			"Add a source block with exactly one of tarball, git (with ref) or system.")
+		return
+	}
+	s := m.Source
+	var kinds []string
+	for name, v := range map[string]types.String{"tarball": s.Tarball, "git": s.Git, "system": s.System} {
+		if !v.IsNull() {
+			kinds = append(kinds, name)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		resp.Diagnostics.AddAttributeError(src, "Missing Source",
+			"The source block needs exactly one of tarball, git (with ref) or system; none is set.")
+	case 1:
+	default:
+		resp.Diagnostics.AddAttributeError(src, "Conflicting Sources",
+			"The source block needs exactly one of tarball, git or system; more than one is set. "+
+				"Use one pgbench_postgres_build per installation.")
+	}
+	if !s.SHA256.IsNull() && s.Tarball.IsNull() {
+		resp.Diagnostics.AddAttributeError(src.AtName("sha256"), "Checksum Without Tarball", "sha256 applies to tarball only.")
+	}
+	if s.Git.IsNull() != s.Ref.IsNull() {
+		resp.Diagnostics.AddAttributeError(src.AtName("ref"), "Git Needs A Ref", "git and ref go together: set both or neither.")
+	}
+	if !s.System.IsNull() {
+		for name, set := range map[string]bool{
+			"patches": !m.Patches.IsNull(), "configure_flags": !m.ConfigureFlags.IsNull(), "cflags": !m.CFlags.IsNull(),
+			"jobs": !m.Jobs.IsNull(), "prefix": !m.Prefix.IsNull(), "install_deps": !m.InstallDeps.IsNull(),
+		} {
+			if set {
+				resp.Diagnostics.AddAttributeError(path.Root(name), "Nothing To Build",
+					fmt.Sprintf("source.system adopts an installed PostgreSQL and builds nothing, so %s does not apply; remove it.", name))
+			}
+		}
+		if v := s.System.ValueString(); !s.System.IsUnknown() && !strings.HasPrefix(v, "/") {
+			resp.Diagnostics.AddAttributeError(src.AtName("system"), "Relative Bin Directory",
+				fmt.Sprintf("system is %q; give the absolute bin directory, e.g. /usr/lib/postgresql/15/bin.", v))
+		}
+	}
+	if !m.Jobs.IsNull() && !m.Jobs.IsUnknown() && m.Jobs.ValueInt64() < 1 {
+		resp.Diagnostics.AddAttributeError(path.Root("jobs"), "Invalid Jobs", fmt.Sprintf("jobs is %d; it must be at least 1.", m.Jobs.ValueInt64()))
+	}
+}
+
+func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m postgresBuildModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := m.Timeouts.Create(ctx, defaultBuildTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	conn, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	defer ex.Close()
+	runner := conn.RunnerPath.ValueString()
+
+	args := []string{"build"}
+	s := m.Source
+	switch {
+	case !s.System.IsNull():
+		args = append(args, "--system", s.System.ValueString())
+	case !s.Tarball.IsNull():
+		args = append(args, "--tarball", s.Tarball.ValueString())
+		if !s.SHA256.IsNull() {
+			args = append(args, "--sha256", s.SHA256.ValueString())
+		}
+	default:
+		args = append(args, "--git", s.Git.ValueString(), "--ref", s.Ref.ValueString())
+	}
+	var patches, flags []string
+	resp.Diagnostics.Append(m.Patches.ElementsAs(ctx, &patches, false)...)
+	resp.Diagnostics.Append(m.ConfigureFlags.ElementsAs(ctx, &flags, false)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// Patches arrive as contents; the runner wants files. Name them by
+	// content so re-uploads are skipped and the build key stays stable.
+	for i, p := range patches {
+		sum := digest.SHA256([]byte(p))
+		dst := posixpath.Join(posixpath.Dir(runner), "patches", fmt.Sprintf("%s.patch", sum[:16]))
+		if _, err := ex.Upload(ctx, strings.NewReader(p), dst, 0o644); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("patches").AtListIndex(i), "Patch Upload Failed",
+				fmt.Sprintf("Uploading patch %d to %s:%s failed: %v", i+1, ex, dst, err))
+			return
+		}
+		args = append(args, "--patch", dst)
+	}
+	for _, f := range flags {
+		args = append(args, "--configure-flag="+f)
+	}
+	if !m.CFlags.IsNull() {
+		args = append(args, "--cflags="+m.CFlags.ValueString())
+	}
+	if !m.Jobs.IsNull() {
+		args = append(args, "--jobs", strconv.FormatInt(m.Jobs.ValueInt64(), 10))
+	}
+	if !m.Prefix.IsNull() && !m.Prefix.IsUnknown() {
+		args = append(args, "--prefix", m.Prefix.ValueString())
+	}
+	if m.InstallDeps.ValueBool() {
+		args = append(args, "--install-deps")
+	}
+
+	tflog.Info(ctx, "building PostgreSQL", map[string]any{"args": strings.Join(args, " ")})
+	// make prints nothing the runner forwards for minutes; a heartbeat shows
+	// the apply is alive.
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				tflog.Info(ctx, "still building PostgreSQL", map[string]any{"elapsed": time.Since(start).Round(time.Second).String()})
+			}
+		}
+	}()
+	var res pgbuild.Result
+	err := runRunner(ctx, ex, runner, &res, func(line string) { tflog.Info(ctx, line) }, args...)
+	close(done)
+	if err != nil {
+		if !s.System.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("source").AtName("system"), "PostgreSQL Installation Not Usable",
+				fmt.Sprintf("%v\n\nOn %s. Point system at the bin directory of a complete installation "+
+					"(postgres, pg_ctl, initdb, pgbench, pg_config), e.g. /usr/lib/postgresql/15/bin.", err, ex))
+			return
+		}
+		resp.Diagnostics.AddError("PostgreSQL Build Failed", fmt.Sprintf("%v\n\nOn %s. The build log is next to the prefix "+
+			"(<prefix>.log); a failed build leaves no prefix behind, so fix the cause and apply again.", err, ex))
+		return
+	}
+	tflog.Info(ctx, "PostgreSQL ready", map[string]any{"prefix": res.Prefix, "version": res.Version, "cached": res.Cached, "seconds": res.Seconds})
+
+	m.ID = types.StringValue(res.BuildKey)
+	m.BuildKey = types.StringValue(res.BuildKey)
+	m.Prefix = types.StringValue(res.Prefix)
+	m.BinDir = types.StringValue(res.BinDir)
+	m.Version = types.StringValue(res.Version)
+	m.Cached = types.BoolValue(res.Cached)
+	m.BuildSeconds = types.Float64Value(res.Seconds)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *postgresBuildResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m postgresBuildModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	_, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	defer ex.Close()
+	// An installation that vanished (removed by hand, or a rebuilt host) is
+	// gone from state, so the next apply builds or adopts it again.
+	postgres := posixpath.Join(m.BinDir.ValueString(), "postgres")
+	if _, err := ex.Run(ctx, remote.Command{Args: []string{"test", "-x", postgres}}); err != nil {
+		if _, exited := remote.IsExit(err); exited {
+			tflog.Warn(ctx, "PostgreSQL installation is gone; removing it from state", map[string]any{"postgres": postgres})
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		resp.Diagnostics.AddError("Cannot Check Installation", fmt.Sprintf("Checking %s on %s failed: %v", postgres, ex, err))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *postgresBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	// Only timeouts can change in place: every other argument forces
+	// replacement.
+	var m postgresBuildModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m postgresBuildModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Source != nil && !m.Source.System.IsNull() {
+		return // adopted, not ours
+	}
+	if m.Cached.ValueBool() {
+		// Another resource or an earlier run built it; it owns the prefix.
+		tflog.Info(ctx, "leaving a reused build in place", map[string]any{"prefix": m.Prefix.ValueString()})
+		return
+	}
+	timeout, diags := m.Timeouts.Delete(ctx, 10*time.Minute)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	defer ex.Close()
+	err := runRunner(ctx, ex, conn.RunnerPath.ValueString(), nil, nil,
+		"build", "--remove", "--prefix", m.Prefix.ValueString(), "--build-key", m.BuildKey.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("PostgreSQL Build Removal Failed",
+			fmt.Sprintf("Removing %s on %s failed: %v", m.Prefix.ValueString(), ex, err))
+	}
+}
+
+// dial opens the host of a connection, or adds a diagnostic.
+func (r *postgresBuildResource) dial(ctx context.Context, obj types.Object, diags interface {
+	AddAttributeError(path.Path, string, string)
+	AddError(string, string)
+}) (connectionModel, remote.Executor, bool) {
+	conn, err := connectionFromObject(ctx, obj)
+	if err != nil {
+		diags.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
+		return conn, nil, false
+	}
+	ex, err := conn.dial(ctx)
+	if err != nil {
+		diags.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to the host failed: %v", err))
+		return conn, nil, false
+	}
+	return conn, ex, true
+}
+
+type postgresBuildModel struct {
+	ID             types.String      `tfsdk:"id"`
+	Connection     types.Object      `tfsdk:"host_connection"`
+	Source         *buildSourceModel `tfsdk:"source"`
+	Patches        types.List        `tfsdk:"patches"`
+	ConfigureFlags types.List        `tfsdk:"configure_flags"`
+	CFlags         types.String      `tfsdk:"cflags"`
+	Jobs           types.Int64       `tfsdk:"jobs"`
+	InstallDeps    types.Bool        `tfsdk:"install_deps"`
+	Prefix         types.String      `tfsdk:"prefix"`
+	BuildKey       types.String      `tfsdk:"build_key"`
+	BinDir         types.String      `tfsdk:"bin_dir"`
+	Version        types.String      `tfsdk:"version"`
+	Cached         types.Bool        `tfsdk:"cached"`
+	BuildSeconds   types.Float64     `tfsdk:"build_seconds"`
+	Timeouts       timeouts.Value    `tfsdk:"timeouts"`
+}
+
+type buildSourceModel struct {
+	Tarball types.String `tfsdk:"tarball"`
+	SHA256  types.String `tfsdk:"sha256"`
+	Git     types.String `tfsdk:"git"`
+	Ref     types.String `tfsdk:"ref"`
+	System  types.String `tfsdk:"system"`
+}

@@ -1,0 +1,193 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+const systemBinDir = "/usr/lib/postgresql/15/bin"
+
+func TestAccPostgresBuildSystem(t *testing.T) {
+	testhost.RequireCommand(t, "postgres", systemBinDir)
+	runner := localRunnerForPool(t)
+	before := map[string]time.Time{}
+	for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
+		fi, err := os.Stat(filepath.Join(systemBinDir, name))
+		if err != nil {
+			testhost.Skip(t, "system PostgreSQL incomplete: %v", err)
+		}
+		before[name] = fi.ModTime()
+	}
+	config := fmt.Sprintf(`
+resource "pgbench_postgres_build" "test" {
+  host_connection = %s
+  source {
+    system = %q
+  }
+}
+`, localConnectionHCL(runner), systemBinDir)
+	const addr = "pgbench_postgres_build.test"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			for name, mt := range before {
+				fi, err := os.Stat(filepath.Join(systemBinDir, name))
+				if err != nil {
+					return fmt.Errorf("after destroy: %v, want %s untouched", err, name)
+				}
+				if !fi.ModTime().Equal(mt) {
+					return fmt.Errorf("after destroy: %s modified at %v, want %v", name, fi.ModTime(), mt)
+				}
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("bin_dir"), knownvalue.StringExact(systemBinDir)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("prefix"), knownvalue.StringExact(filepath.Dir(systemBinDir))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("version"), knownvalue.StringRegexp(regexp.MustCompile(`^15\.\d+$`))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("cached"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("build_key"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+				},
+			},
+			{
+				Config:           config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// A bin directory without the programs a campaign needs fails at apply with
+// the names of what is missing.
+func TestAccPostgresBuildSystemIncomplete(t *testing.T) {
+	runner := localRunnerForPool(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "postgres"), []byte("#!/bin/sh\necho 'postgres (PostgreSQL) 15.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "pgbench_postgres_build" "test" {
+  host_connection = %s
+  source {
+    system = %q
+  }
+}
+`, localConnectionHCL(runner), dir),
+			ExpectError: regexp.MustCompile(`(?s)PostgreSQL Installation Not Usable.*missing pg_ctl,\s+initdb,\s+pgbench`),
+		}},
+	})
+}
+
+// One real build from the release tarball CI fetches; about three minutes
+// on two cores, so only when PGBENCH_TEST_PG_TARBALL names it.
+func TestAccPostgresBuildTarball(t *testing.T) {
+	tb := os.Getenv("PGBENCH_TEST_PG_TARBALL")
+	if tb == "" {
+		t.Skip("PGBENCH_TEST_PG_TARBALL is not set: no tarball build")
+	}
+	if _, err := os.Stat(tb); err != nil {
+		t.Fatalf("PGBENCH_TEST_PG_TARBALL: %v", err)
+	}
+	testhost.RequireRoot(t)
+	runner := localRunnerForPool(t)
+	prefix := filepath.Join(t.TempDir(), "pg")
+	// terraform runs in its own working directory: give file() an absolute path.
+	patch, err := filepath.Abs("../internal/pgbuild/testdata/bgwriter-delay.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`
+resource "pgbench_postgres_build" "test" {
+  host_connection = %s
+  source {
+    tarball = %q
+  }
+  patches         = [file(%q)]
+  configure_flags = ["--without-readline", "--without-icu"]
+  prefix          = %q
+}
+`, localConnectionHCL(runner), tb, patch, prefix)
+	const addr = "pgbench_postgres_build.test"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := os.Stat(prefix); !os.IsNotExist(err) {
+				return fmt.Errorf("prefix %s after destroy: stat err = %v, want not exist", prefix, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("prefix"), knownvalue.StringExact(prefix)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("bin_dir"), knownvalue.StringExact(filepath.Join(prefix, "bin"))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("version"), knownvalue.StringRegexp(regexp.MustCompile(`^15\.\d+$`))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("cached"), knownvalue.Bool(false)),
+				},
+				Check: func(*terraform.State) error {
+					for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
+						if _, err := os.Stat(filepath.Join(prefix, "bin", name)); err != nil {
+							return fmt.Errorf("built %s: %v", name, err)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Config:           config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+func TestPostgresBuildValidation(t *testing.T) {
+	conn := `host_connection = { mode = "local", runner_path = "/nonexistent/pgbench-runner" }`
+	tests := []struct {
+		name, body, want string
+	}{
+		{"no source block", ``, `(?s)Missing Source.*Add a source block`},
+		{"empty source", "source {}", `(?s)Missing Source.*none\s+is set`},
+		{"two sources", "source {\n    tarball = \"/tmp/pg.tar.bz2\"\n    system = \"/usr/lib/postgresql/15/bin\"\n  }", `(?s)Conflicting Sources.*more than one`},
+		{"git without ref", "source {\n    git = \"https://git.postgresql.org/git/postgresql.git\"\n  }", `(?s)Git Needs A Ref`},
+		{"sha256 without tarball", "source {\n    system = \"/usr/lib/postgresql/15/bin\"\n    sha256 = \"00\"\n  }", `(?s)Checksum Without Tarball`},
+		{"patches with system", "source {\n    system = \"/usr/lib/postgresql/15/bin\"\n  }\n  patches = [\"x\"]", `(?s)Nothing To Build.*patches\s+does not apply`},
+		{"relative system", "source {\n    system = \"bin\"\n  }", `(?s)Relative Bin Directory`},
+		{"zero jobs", "source {\n    tarball = \"/tmp/pg.tar.bz2\"\n  }\n  jobs = 0", `(?s)Invalid Jobs.*jobs is 0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      fmt.Sprintf("resource \"pgbench_postgres_build\" \"test\" {\n  %s\n  %s\n}\n", conn, tt.body),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tt.want),
+				}},
+			})
+		})
+	}
+}
