@@ -202,9 +202,15 @@ func (e *runnerError) Error() string {
 // becomes a *runnerError carrying its message; onStderr, when set, receives
 // each stderr line as it arrives (progress events).
 func runRunner(ctx context.Context, ex remote.Executor, runnerPath string, out any, onStderr func(string), args ...string) error {
+	return runRunnerCommand(ctx, ex, runnerPath, out, remote.Command{OnStderr: onStderr}, args...)
+}
+
+// runRunnerCommand is runRunner with the other fields of the command (such
+// as KillGrace) taken from cmd.
+func runRunnerCommand(ctx context.Context, ex remote.Executor, runnerPath string, out any, cmd remote.Command, args ...string) error {
 	argv := append([]string{runnerPath}, args...)
-	argv = append(argv, "--json")
-	res, err := ex.Run(ctx, remote.Command{Args: argv, OnStderr: onStderr})
+	cmd.Args = append(argv, "--json")
+	res, err := ex.Run(ctx, cmd)
 	if err != nil {
 		var ee *remote.ExitError
 		if errors.As(err, &ee) {

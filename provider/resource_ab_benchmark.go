@@ -35,6 +35,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
@@ -46,6 +47,10 @@ var _ resource.ResourceWithConfigure = (*abBenchmarkResource)(nil)
 // name "connection" (provisioner connection blocks), and the framework
 // refuses a schema that uses it.
 const abConnAttr = "host_connection"
+
+// abStopGrace is how long a cancelled campaign gets to stop its servers
+// cleanly before it is killed.
+const abStopGrace = 2 * time.Minute
 
 // NewABBenchmarkResource returns the pgbench_ab_benchmark resource.
 func NewABBenchmarkResource() resource.Resource { return &abBenchmarkResource{} }
@@ -185,7 +190,7 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"duration": schema.StringAttribute{Optional: true, PlanModifiers: rs,
 						MarkdownDescription: "Length of each measured run in whole seconds, e.g. `60s` (default) or `2m`."},
 					"iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri,
-						MarkdownDescription: "Runs per variant and client count, default 3."},
+						MarkdownDescription: "Runs per variant and client count, default 5 (4 is the fewest with which a difference can reach significance at alpha 0.05)."},
 					"threads": schema.StringAttribute{Optional: true, PlanModifiers: rs,
 						MarkdownDescription: "pgbench threads (`-j`): a number, or `auto` (default) = min(clients, CPUs)."},
 					"protocol": schema.StringAttribute{Optional: true, PlanModifiers: rs,
@@ -227,6 +232,7 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 		return
 	}
 	validateABModel(ctx, &m, &resp.Diagnostics)
+	validateABPlacement(&m, &resp.Diagnostics)
 }
 
 // validateABModel checks at plan time everything the runner would refuse,
@@ -261,6 +267,9 @@ func validateABModel(ctx context.Context, m *abBenchmarkModel, d *diag.Diagnosti
 				d.AddAttributeError(p.AtName("name"), "Duplicate Variant Name", fmt.Sprintf("Variant name %q is used by variant %d and variant %d; each variant needs its own name.", n, j, i))
 			}
 			seen[n] = i
+		}
+		if b := v.BinDir; !b.IsNull() && !b.IsUnknown() && strings.ContainsAny(b.ValueString(), ",;") {
+			d.AddAttributeError(p.AtName("bin_dir"), "Invalid Bin Dir", fmt.Sprintf("bin_dir is %q; a directory with ',' or ';' in its name cannot be passed to the runner's --variant. Install or link the build elsewhere.", b.ValueString()))
 		}
 		if hp := v.HugePages; !hp.IsNull() && !hp.IsUnknown() {
 			switch hp.ValueString() {
@@ -315,14 +324,28 @@ func validateABModel(ctx context.Context, m *abBenchmarkModel, d *diag.Diagnosti
 		if len(clients) == 0 {
 			d.AddAttributeError(wp.AtName("clients"), "No Client Counts", "clients is empty; give one or more client counts, e.g. clients = [1, 16, 64].")
 		}
+		firstAt := map[int64]int{}
 		for i, c := range clients {
-			if !c.IsNull() && !c.IsUnknown() && c.ValueInt64() < 1 {
+			if c.IsNull() || c.IsUnknown() {
+				continue
+			}
+			if c.ValueInt64() < 1 {
 				d.AddAttributeError(wp.AtName("clients").AtListIndex(i), "Invalid Client Count", fmt.Sprintf("clients[%d] is %d; every client count must be a positive integer.", i, c.ValueInt64()))
+			}
+			if j, dup := firstAt[c.ValueInt64()]; dup {
+				d.AddAttributeError(wp.AtName("clients").AtListIndex(i), "Duplicate Client Count", fmt.Sprintf("clients[%d] and clients[%d] are both %d; list each client count once and raise iterations for more runs.", j, i, c.ValueInt64()))
+			} else {
+				firstAt[c.ValueInt64()] = i
 			}
 		}
 	}
 	if it := w.Iterations; !it.IsNull() && !it.IsUnknown() && it.ValueInt64() < 1 {
-		d.AddAttributeError(wp.AtName("iterations"), "Invalid Iterations", fmt.Sprintf("iterations is %d; it must be at least 1 (3 or more for a verdict that can reach significance).", it.ValueInt64()))
+		d.AddAttributeError(wp.AtName("iterations"), "Invalid Iterations", fmt.Sprintf("iterations is %d; it must be at least 1 (4 or more for a verdict that can reach significance at alpha 0.05).", it.ValueInt64()))
+	} else if !it.IsNull() && !it.IsUnknown() && it.ValueInt64() < 4 {
+		d.AddAttributeWarning(wp.AtName("iterations"), "Too Few Iterations For A Verdict", fmt.Sprintf("With %d iterations per variant no difference can reach significance at alpha 0.05 (3 against 3 gives p >= 0.1 at best): every verdict will be no-difference. Use 5 or more.", it.ValueInt64()))
+	}
+	if sc := w.Script; !sc.IsNull() && !sc.IsUnknown() && !w.Mode.IsUnknown() && w.Mode.ValueString() != "custom" {
+		d.AddAttributeError(wp.AtName("script"), "Script Without Custom Mode", fmt.Sprintf("script is set but mode is %q; set mode = \"custom\" to run the script, or remove script.", w.Mode.ValueString()))
 	}
 	checkDuration := func(name string, v types.String, positive bool) {
 		if v.IsNull() || v.IsUnknown() {
@@ -344,6 +367,22 @@ func validateABModel(ctx context.Context, m *abBenchmarkModel, d *diag.Diagnosti
 		if n, err := strconv.Atoi(th.ValueString()); err != nil || n < 1 {
 			d.AddAttributeError(wp.AtName("threads"), "Invalid Threads", fmt.Sprintf("threads is %q; want a positive number or auto.", th.ValueString()))
 		}
+	}
+}
+
+// validateABPlacement checks the pinning specs and the seed, which the
+// runner would otherwise refuse only after connecting to the host.
+func validateABPlacement(m *abBenchmarkModel, d *diag.Diagnostics) {
+	for name, v := range map[string]types.String{"server_numa": m.ServerNUMA, "client_numa": m.ClientNUMA} {
+		if v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if _, err := campaign.ParseNUMA(v.ValueString()); err != nil {
+			d.AddAttributeError(path.Root(name), "Invalid NUMA Pinning", fmt.Sprintf("%s is %q: %v. Write it like cpunodebind=0 or cpunodebind=0,membind=0.", name, v.ValueString(), err))
+		}
+	}
+	if !m.Seed.IsNull() && !m.Seed.IsUnknown() && !m.Order.IsUnknown() && m.Order.ValueString() != "randomized" {
+		d.AddAttributeError(path.Root("seed"), "Seed Without Randomized Order", "seed only applies to order = \"randomized\"; set that order or remove seed.")
 	}
 }
 
@@ -390,7 +429,10 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	tflog.Info(ctx, "starting A/B campaign", map[string]any{"report_dir": dir, "command": strings.Join(full, " ")})
 	prog := &abProgress{ctx: ctx}
 	var res report.Results
-	err = runRunner(ctx, ex, conn.RunnerPath.ValueString(), &res, prog.line, full...)
+	// On cancel the runner stops pgbench and the server and keeps its
+	// journal; a server killed mid-shutdown would keep its huge pages.
+	err = runRunnerCommand(ctx, ex, conn.RunnerPath.ValueString(), &res,
+		remote.Command{OnStderr: prog.line, KillGrace: abStopGrace}, full...)
 	for _, w := range prog.warnings {
 		resp.Diagnostics.AddWarning("Campaign Warning", w)
 	}

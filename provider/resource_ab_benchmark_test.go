@@ -183,6 +183,29 @@ func TestABBenchmarkValidation(t *testing.T) {
     clients  = [1]
     protocol = "binary"
   }`, `value must be one of`},
+		{"duplicate client counts", abTwoVariants, `
+  workload {
+    clients = [1, 16, 1]
+  }`, `(?s)Duplicate Client Count.*clients\[0\] and clients\[2\] are both 1`},
+		{"script without custom mode", abTwoVariants, `
+  workload {
+    clients = [1]
+    mode    = "tpcb"
+    script  = "/tmp/x.sql"
+  }`, `(?s)Script Without Custom Mode.*mode is "tpcb"`},
+		{"bad server numa", abTwoVariants + `
+  server_numa = "cpunodebind"`, abWorkload, `(?s)Invalid NUMA Pinning.*server_numa is "cpunodebind"`},
+		{"seed without randomized order", abTwoVariants + `
+  seed = 7`, abWorkload, `(?s)Seed Without Randomized Order`},
+		{"bin dir with a comma", `
+  variant {
+    name    = "a"
+    bin_dir = "/opt/pg,huge_pages=on"
+  }
+  variant {
+    name    = "b"
+    bin_dir = "/x"
+  }`, abWorkload, `(?s)Invalid Bin Dir.*"/opt/pg,huge_pages=on"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

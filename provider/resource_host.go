@@ -431,9 +431,33 @@ func (r *hostResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 			return
 		}
 	}
+	// Campaigns that never finished were never in any state, so no
+	// pgbench_ab_benchmark destroy removes their data directories (tens of
+	// GB at scale 3000) or stops a server a killed runner left behind.
+	for _, w := range removeCampaignData(ctx, ex, runner, path.Join(dir, "campaigns")) {
+		resp.Diagnostics.AddWarning("Campaign Data Left On Host", w)
+	}
 	created, diags := req.Private.GetKey(ctx, privateCreatedDir)
 	resp.Diagnostics.Append(diags...)
 	r.cleanupRunner(ctx, ex, dir, string(created) == "true")
+}
+
+// removeCampaignData runs `pgbench-runner ab --remove-data` for every
+// campaign directory under root that holds a journal, keeping the reports.
+// It returns what it could not remove, as warnings.
+func removeCampaignData(ctx context.Context, ex remote.Executor, runner, root string) []string {
+	res, err := ex.Run(ctx, remote.Command{Args: []string{"find", root, "-mindepth", "2", "-maxdepth", "2", "-name", "journal.jsonl"}})
+	if err != nil {
+		return nil // no campaigns directory: nothing to remove
+	}
+	var warnings []string
+	for _, j := range strings.Fields(string(res.Stdout)) {
+		d := path.Dir(j)
+		if err := runRunner(ctx, ex, runner, nil, nil, "ab", "--out", d, "--remove-data"); err != nil {
+			warnings = append(warnings, fmt.Sprintf("Removing the data directories of the campaign in %s failed: %v. Remove them by hand.", d, err))
+		}
+	}
+	return warnings
 }
 
 // ImportState takes `local` or `user@host:port`, each optionally followed by

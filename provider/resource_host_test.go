@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -424,5 +425,61 @@ func TestAccHostSSHAdoptImported(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
+	})
+}
+
+// A campaign whose apply never finished is in no state, so only the host's
+// destroy can remove its data directories; its reports stay.
+func TestAccHostDestroyRemovesAbandonedCampaign(t *testing.T) {
+	testhost.RequireRoot(t)
+	const bin = "/usr/lib/postgresql/15/bin"
+	if _, err := os.Stat(filepath.Join(bin, "pgbench")); err != nil {
+		testhost.Skip(t, "PostgreSQL 15 is not installed in %s: %v", bin, err)
+	}
+	// A short path: the server's socket lives in its data directory and
+	// a Unix socket path may not exceed 107 bytes.
+	base, err := os.MkdirTemp("", "pgh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "pgbench")
+	out := filepath.Join(dir, "campaigns", "x")
+	cfg := fmt.Sprintf(`
+resource "pgbench_host" "local" {
+  local       = true
+  install_dir = %q
+}
+`, dir)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := os.Stat(filepath.Join(out, "data")); !os.IsNotExist(err) {
+				return fmt.Errorf("campaign data after host destroy: stat err = %v, want not exist", err)
+			}
+			if _, err := os.Stat(filepath.Join(out, "journal.jsonl")); err != nil {
+				return fmt.Errorf("campaign journal after host destroy: %v, want it kept", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			Check: func(*terraform.State) error {
+				cmd := exec.Command(filepath.Join(dir, "pgbench-runner"), "ab", "--out", out,
+					"--variant", "name=a,bin="+bin+",huge_pages=off", "--variant", "name=b,bin="+bin+",huge_pages=off",
+					"--scale", "1", "--clients", "1", "--duration", "1s", "--iterations", "1")
+				if b, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("run a campaign on the host: %v\n%s", err, b)
+				}
+				if _, err := os.Stat(filepath.Join(out, "data", "a")); err != nil {
+					return fmt.Errorf("campaign data before destroy: %v, want it present", err)
+				}
+				return nil
+			},
+		}},
 	})
 }

@@ -7,6 +7,8 @@ package pgctl
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -109,7 +111,7 @@ func (c *Cluster) WrappedCommand(ctx context.Context, wrap []string, prog string
 
 // PsqlArgs are the psql arguments that reach this cluster over its unix socket.
 func (c *Cluster) PsqlArgs(sql string) []string {
-	return []string{"-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", c.DataDir, "-U", "postgres", "-d", "postgres", "-c", sql}
+	return []string{"-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", c.SocketDir(), "-U", "postgres", "-d", "postgres", "-c", sql}
 }
 
 // Psql runs sql with psql against the running cluster and returns its output.
@@ -195,9 +197,46 @@ func QuoteValue(v string) string {
 
 var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
+// maxSocketPath is the longest Unix socket path the kernel takes (sun_path
+// is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// SocketDir is where the server's Unix socket is: DataDir, unless the
+// socket path would be too long for the kernel, in which case a short
+// directory under /tmp named after DataDir.
+func (c *Cluster) SocketDir() string {
+	if len(c.DataDir)+len("/.s.PGSQL.65535") <= maxSocketPath {
+		return c.DataDir
+	}
+	sum := sha256.Sum256([]byte(c.DataDir))
+	return filepath.Join(os.TempDir(), "pgbench-sock-"+hex.EncodeToString(sum[:6]))
+}
+
+// makeSocketDir creates SocketDir when it is not DataDir, owned by the
+// PostgreSQL user.
+func (c *Cluster) makeSocketDir() (string, error) {
+	dir := c.SocketDir()
+	if dir == c.DataDir {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("make socket directory %s: %w", dir, err)
+	}
+	cred, err := c.credential()
+	if err != nil {
+		return "", err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", fmt.Errorf("chown %s: %w", dir, err)
+		}
+	}
+	return dir, nil
+}
+
 // SetConfig appends settings to postgresql.conf; later lines win, so this
 // overrides anything initdb wrote. It also keeps the server off the network:
-// unix socket in DataDir only.
+// a Unix socket only, in SocketDir.
 func (c *Cluster) SetConfig(settings map[string]string) error {
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
@@ -209,7 +248,11 @@ func (c *Cluster) SetConfig(settings map[string]string) error {
 	sort.Strings(keys)
 	var b strings.Builder
 	b.WriteString("\n# pgbench-runner\n")
-	fmt.Fprintf(&b, "listen_addresses = ''\nunix_socket_directories = %s\n", QuoteValue(c.DataDir))
+	sock, err := c.makeSocketDir()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "listen_addresses = ''\nunix_socket_directories = %s\n", QuoteValue(sock))
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s = %s\n", k, QuoteValue(settings[k]))
 	}

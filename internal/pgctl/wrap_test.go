@@ -60,3 +60,18 @@ func TestStartWrappedPinsPostmaster(t *testing.T) {
 		t.Errorf("HugePagesStatus on PostgreSQL 15 = ok %v, %v; want not available", ok, err)
 	}
 }
+
+func TestSocketDirStaysUnderTheKernelLimit(t *testing.T) {
+	short := &Cluster{DataDir: "/var/lib/pgbench/campaigns/0123456789abcdef/data/stock"}
+	if got := short.SocketDir(); got != short.DataDir {
+		t.Errorf("SocketDir(%s) = %s, want the data directory itself", short.DataDir, got)
+	}
+	long := &Cluster{DataDir: "/tmp/" + strings.Repeat("d", 100) + "/data/stock"}
+	got := long.SocketDir()
+	if got == long.DataDir || len(got)+len("/.s.PGSQL.65535") > maxSocketPath {
+		t.Errorf("SocketDir(long) = %s, want a short directory elsewhere", got)
+	}
+	if again := long.SocketDir(); again != got {
+		t.Errorf("SocketDir is not stable: %s then %s", got, again)
+	}
+}

@@ -428,3 +428,53 @@ func TestSSHBastionSecondHost(t *testing.T) {
 		t.Fatalf("SSH_CONNECTION = %q, want client %s (the bastion's side of the private link) and server %s", res.Stdout, target.HostAddr, target.Addr)
 	}
 }
+
+// A cancelled command gets KillGrace to finish its own SIGTERM handling
+// (pgbench-runner ab stops its servers then); without it, the default grace
+// ends in SIGKILL before a slow handler is done.
+func TestRunCancelHonoursKillGrace(t *testing.T) {
+	t.Parallel()
+	for name, e := range executors(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range []struct {
+				grace    time.Duration
+				wantDone bool
+			}{{0, false}, {8 * time.Second, true}} {
+				dir := t.TempDir()
+				os.Chmod(dir, 0o777)
+				flag := filepath.Join(dir, "stopped")
+				ready := filepath.Join(dir, "ready")
+				script := `trap 'sleep 3; touch "$1"; exit 0' TERM; touch "$2"; while :; do sleep 0.1; done`
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					_, err := e.Run(ctx, Command{Args: []string{"sh", "-c", script, "sh", flag, ready}, KillGrace: tc.grace})
+					done <- err
+				}()
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if _, err := os.Stat(ready); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("grace %v: command never started", tc.grace)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				cancel()
+				select {
+				case <-done:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("grace %v: Run did not return after cancel", tc.grace)
+				}
+				time.Sleep(4 * time.Second) // a surviving handler would finish by now
+				_, err := os.Stat(flag)
+				if got := err == nil; got != tc.wantDone {
+					t.Errorf("grace %v: handler finished = %v, want %v", tc.grace, got, tc.wantDone)
+				}
+				cancel()
+			}
+		})
+	}
+}

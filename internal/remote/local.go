@@ -26,8 +26,6 @@ func NewLocal() Executor { return localExecutor{} }
 func (localExecutor) String() string { return "local" }
 func (localExecutor) Close() error   { return nil }
 
-// killGrace is how long a cancelled command gets between SIGTERM and SIGKILL.
-const killGrace = 2 * time.Second
 
 func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 	name := c.String()
@@ -50,7 +48,7 @@ func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 	// crash of this process does not leave the command running.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Grandchildren holding the pipes open must not make Wait hang forever.
-	cmd.WaitDelay = killGrace + time.Second
+	cmd.WaitDelay = c.killGrace() + time.Second
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -64,7 +62,7 @@ func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 			syscall.Kill(-pgid, syscall.SIGTERM)
 			select {
 			case <-done:
-			case <-time.After(killGrace):
+			case <-time.After(c.killGrace()):
 			}
 			// The leader may be gone while others in the group survive.
 			syscall.Kill(-pgid, syscall.SIGKILL)

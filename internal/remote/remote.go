@@ -49,6 +49,20 @@ type Command struct {
 	// Dir is the working directory; empty means the user's home (SSH) or the
 	// current directory (local).
 	Dir string
+	// KillGrace is how long a cancelled command gets between SIGTERM and
+	// SIGKILL; zero means DefaultKillGrace. Commands that stop servers on
+	// SIGTERM (pgbench-runner ab) need far longer than the default.
+	KillGrace time.Duration
+}
+
+// DefaultKillGrace is the SIGTERM-to-SIGKILL grace of a cancelled command.
+const DefaultKillGrace = 2 * time.Second
+
+func (c Command) killGrace() time.Duration {
+	if c.KillGrace > 0 {
+		return c.KillGrace
+	}
+	return DefaultKillGrace
 }
 
 // String renders the command as a shell would receive it.

@@ -449,7 +449,7 @@ func (e *SSHExecutor) Run(ctx context.Context, c Command) (Result, error) {
 	select {
 	case werr = <-waitc:
 	case <-ctx.Done():
-		e.killGroup(pgidc, waitc)
+		e.killGroup(pgidc, waitc, c.killGrace())
 		sess.Close()
 		werr = <-waitc
 	}
@@ -481,12 +481,12 @@ func (e *SSHExecutor) Run(ctx context.Context, c Command) (Result, error) {
 }
 
 // killGroup signals the command's process group from a second session:
-// SIGTERM, then SIGKILL after killGrace if the command is still running.
-func (e *SSHExecutor) killGroup(pgidc chan int, waitc chan error) {
+// SIGTERM, then SIGKILL after grace if the command is still running.
+func (e *SSHExecutor) killGroup(pgidc chan int, waitc chan error, grace time.Duration) {
 	var pgid int
 	select {
 	case pgid = <-pgidc:
-	case <-time.After(killGrace):
+	case <-time.After(DefaultKillGrace):
 		return // the wrapper never started; closing the session is all we can do
 	}
 	kill := func(sig string) {
@@ -507,7 +507,7 @@ func (e *SSHExecutor) killGroup(pgidc chan int, waitc chan error) {
 		waitc <- err // give it back to Run
 		// The leader is gone, others in its group may not be.
 		kill("KILL")
-	case <-time.After(killGrace):
+	case <-time.After(grace):
 		kill("KILL")
 	}
 }
