@@ -26,7 +26,6 @@ func NewLocal() Executor { return localExecutor{} }
 func (localExecutor) String() string { return "local" }
 func (localExecutor) Close() error   { return nil }
 
-
 func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 	name := c.String()
 	if len(c.Args) == 0 {
