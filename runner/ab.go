@@ -14,6 +14,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+	"github.com/spf13/pflag"
 )
 
 type abCmd struct{}
@@ -72,11 +73,9 @@ func parseAB(fs interface {
 	return nil
 }
 
-func (c abCmd) Run(ctx context.Context, args []string) error {
-	var o output
-	fs := newFlagSet(c.Name(), c.Synopsis(), &o)
-	var cfg campaign.Config
-	var f abFlags
+// flagSet declares the ab flags into cfg and f.
+func (c abCmd) flagSet(o *output, cfg *campaign.Config, f *abFlags) *pflag.FlagSet {
+	fs := newFlagSet(c.Name(), c.Synopsis(), o)
 	fs.StringVar(&cfg.OutDir, "out", "", "campaign directory: journal, results, reports and raw logs (required)")
 	fs.StringArrayVar(&f.variants, "variant", nil, "a variant: name=N,bin=DIR[,set=k=v;k=v][,huge_pages=on|off|try] (two or more; the first is the baseline)")
 	fs.StringArrayVar(&f.sets, "set", nil, "postgresql.conf setting shared by all variants, k=v (repeatable)")
@@ -86,7 +85,7 @@ func (c abCmd) Run(ctx context.Context, args []string) error {
 	fs.StringVar(&f.clients, "clients", "1", "client counts, comma separated, e.g. 1,16,64")
 	fs.StringVar(&cfg.Threads, "threads", "auto", "pgbench threads (-j): a number, or auto = min(clients, CPUs)")
 	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "length of each measured run (whole seconds)")
-	fs.IntVar(&cfg.Iterations, "iterations", 3, "runs per variant and client count")
+	fs.IntVar(&cfg.Iterations, "iterations", 5, "runs per variant and client count (3 against 3 can never reach p < 0.05; 5 against 5 gives p = 0.008 at best)")
 	fs.StringVar(&cfg.Protocol, "protocol", "simple", "query protocol: simple, extended or prepared")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "unrecorded pgbench run before each measured run")
 	fs.BoolVar(&cfg.CheckpointBefore, "checkpoint-before", false, "CHECKPOINT before each measured run")
@@ -102,6 +101,14 @@ func (c abCmd) Run(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Fresh, "fresh", false, "ignore an existing journal and start over (the old one is kept aside)")
 	fs.BoolVar(&f.progressJSON, "progress-json", false, "progress events on stderr, one JSON object per line")
 	fs.BoolVar(&f.removeData, "remove-data", false, "stop the campaign's servers and delete its data directories (not the reports), then exit")
+	return fs
+}
+
+func (c abCmd) Run(ctx context.Context, args []string) error {
+	var o output
+	var cfg campaign.Config
+	var f abFlags
+	fs := c.flagSet(&o, &cfg, &f)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -126,7 +133,7 @@ func (c abCmd) Run(ctx context.Context, args []string) error {
 	if err := parseAB(fs, &cfg, &f); err != nil {
 		return o.emit(nil, err, nil)
 	}
-	cfg.Command = reproduce(args)
+	cfg.Command = reproduce(fs, args)
 	cfg.HostFacts = func(ctx context.Context) (any, error) {
 		in, err := sysinfo.Read("/")
 		if err != nil {
@@ -162,16 +169,47 @@ func nonNil(s []string) []string {
 	return s
 }
 
+// notReproduced are the flags that only change how a run reports or
+// whether it resumes, so the command that reproduces a campaign leaves them
+// out whatever their spelling (--fresh, --fresh=true).
+var notReproduced = map[string]bool{"json": true, "progress-json": true, "resume": true, "fresh": true, "remove-data": true}
+
 // reproduce is the command line that runs the same campaign again, without
-// the flags that only change how it reports.
-func reproduce(args []string) []string {
+// the flags in notReproduced. fs (the parsed flag set) tells which flags
+// take their value from the next argument, so a value is never mistaken for
+// a flag. The campaign adds --seed once it resolves a randomized order's
+// seed from the clock or the journal.
+func reproduce(fs *pflag.FlagSet, args []string) []string {
 	cmd := []string{"pgbench-runner", "ab"}
-	for _, a := range args {
-		switch a {
-		case "--json", "--progress-json", "--resume", "--fresh":
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			cmd = append(cmd, args[i:]...)
+			break
+		}
+		name, hasValue := "", false
+		if rest, ok := strings.CutPrefix(a, "--"); ok {
+			name, _, hasValue = strings.Cut(rest, "=")
+		}
+		if name == "" {
+			cmd = append(cmd, a)
+			continue
+		}
+		takesNext := false
+		if fl := fs.Lookup(name); fl != nil && !hasValue && fl.NoOptDefVal == "" {
+			takesNext = true
+		}
+		if notReproduced[name] {
+			if takesNext {
+				i++
+			}
 			continue
 		}
 		cmd = append(cmd, a)
+		if takesNext && i+1 < len(args) {
+			i++
+			cmd = append(cmd, args[i])
+		}
 	}
 	return cmd
 }

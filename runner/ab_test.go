@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -128,10 +129,39 @@ func TestABRemoveDataIdempotent(t *testing.T) {
 }
 
 func TestReproduceDropsReportingFlags(t *testing.T) {
-	got := strings.Join(reproduce([]string{"--out", "o", "--json", "--progress-json", "--variant", "name=a,bin=b"}), " ")
-	want := "pgbench-runner ab --out o --variant name=a,bin=b"
-	if got != want {
-		t.Errorf("reproduce = %q, want %q", got, want)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "o", "--json", "--progress-json", "--variant", "name=a,bin=b"}, "--out o --variant name=a,bin=b"},
+		{[]string{"--fresh=true", "--json=true", "--progress-json=true", "--out=o", "--resume", "--remove-data", "--clients", "1,4"}, "--out=o --clients 1,4"},
+		{[]string{"--resume=false", "--fresh=false", "--iterations", "7"}, "--iterations 7"},
+		// A value that looks like a dropped flag is still a value.
+		{[]string{"--set", "--json", "--out", "o"}, "--set --json --out o"},
+		{[]string{"--order", "randomized", "--seed", "42", "--checkpoint-before"}, "--order randomized --seed 42 --checkpoint-before"},
+	} {
+		var o output
+		var cfg campaign.Config
+		var f abFlags
+		fs := abCmd{}.flagSet(&o, &cfg, &f)
+		got := strings.Join(reproduce(fs, tt.args), " ")
+		want := "pgbench-runner ab " + tt.want
+		if got != want {
+			t.Errorf("reproduce(%q) = %q, want %q", tt.args, got, want)
+		}
+	}
+}
+
+func TestIterationsDefault(t *testing.T) {
+	var o output
+	var cfg campaign.Config
+	var f abFlags
+	fs := abCmd{}.flagSet(&o, &cfg, &f)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Iterations != 5 {
+		t.Errorf("default --iterations = %d, want 5", cfg.Iterations)
 	}
 }
 

@@ -80,7 +80,9 @@ type Config struct {
 	// Fresh ignores (and replaces) an existing journal.
 	Fresh bool
 
-	// Command is the command line that reproduces the campaign.
+	// Command is the command line that reproduces the campaign; when a
+	// randomized order's seed comes from the clock or the journal, the
+	// results add --seed N to it.
 	Command []string
 	// NumCPU overrides runtime.NumCPU for "auto" threads (tests).
 	NumCPU int
@@ -101,6 +103,10 @@ func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
+
+// settingName is what a postgresql.conf parameter name may look like
+// (custom ones have a dot: auto_explain.log_min_duration).
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
 var variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -292,6 +298,11 @@ func (c *Config) Validate() error {
 		if _, ok := v.Settings["huge_pages"]; ok {
 			return invalid("--variant", "variant %s: set huge_pages with huge_pages=on|off|try, not set=", v.Name)
 		}
+		for k := range v.Settings {
+			if !settingName.MatchString(k) {
+				return invalid("--variant", "variant %s: setting name %q is not valid", v.Name, k)
+			}
+		}
 	}
 	if _, ok := c.Settings["huge_pages"]; ok {
 		return invalid("--set", "huge_pages is per variant: use huge_pages=on|off|try in --variant")
@@ -315,10 +326,15 @@ func (c *Config) Validate() error {
 	if len(c.Clients) == 0 {
 		return invalid("--clients", "no client counts")
 	}
+	seenClients := map[int]bool{}
 	for _, n := range c.Clients {
 		if n < 1 {
 			return invalid("--clients", "client count %d must be at least 1", n)
 		}
+		if seenClients[n] {
+			return invalid("--clients", "client count %d is given twice", n)
+		}
+		seenClients[n] = true
 	}
 	if c.Threads != "auto" {
 		if n, err := strconv.Atoi(c.Threads); err != nil || n < 1 {
@@ -360,7 +376,7 @@ func (c *Config) Validate() error {
 		return invalid("--alpha", "%v must be between 0 and 1", c.Alpha)
 	}
 	for k := range c.Settings {
-		if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`).MatchString(k) {
+		if !settingName.MatchString(k) {
 			return invalid("--set", "setting name %q is not valid", k)
 		}
 	}
@@ -434,6 +450,15 @@ func (c *Config) runOptions(clients int) pgbench.RunOptions {
 		Mode: pgbench.Mode(c.Mode), Script: c.Script, Clients: clients, Threads: c.threads(clients),
 		Duration: c.Duration, Protocol: c.Protocol,
 	}
+}
+
+// reproduceCommand is Command with the resolved seed of a randomized order
+// the user did not seed: without it the command would shuffle differently.
+func (c *Config) reproduceCommand() []string {
+	if c.Order != OrderRandomized || c.SeedSet || len(c.Command) == 0 {
+		return c.Command
+	}
+	return append(c.Command[:len(c.Command):len(c.Command)], "--seed", strconv.FormatInt(c.Seed, 10))
 }
 
 // settingsFor is the effective postgresql.conf settings of a variant.

@@ -269,12 +269,91 @@ func TestCPUSetOverlap(t *testing.T) {
 		{"physcpubind=0-1", "physcpubind=1", "share 1 CPUs"},
 		{"physcpubind=0", "physcpubind=1", ""},
 		{"physcpubind=0", "", "only one of the server and the client is pinned"},
+		// A memory policy alone leaves the process on every CPU.
+		{"membind=0", "physcpubind=1", "share 1 CPUs"},
+		{"cpunodebind=1", "interleave=0,1", "share 2 CPUs"},
+		{"membind=0", "membind=1", "share 4 CPUs"},
+		{"cpunodebind=0,membind=0", "cpunodebind=1,membind=1", ""},
 	} {
-		e := &engine{cfg: &Config{ServerNUMA: tt.server, ClientNUMA: tt.client}, emit: func(Event) {}}
+		e := &engine{cfg: &Config{ServerNUMA: tt.server, ClientNUMA: tt.client}, emit: func(Event) {}, nodes: nodes}
 		e.checkOverlap()
 		got := strings.Join(e.warnings, "; ")
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("server %q client %q: warnings = %q, want %q", tt.server, tt.client, got, tt.want)
 		}
+	}
+}
+
+// fakeBinDir is a bin directory with the executables Validate looks for.
+func fakeBinDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range []string{"postgres", "pgbench", "initdb", "pg_ctl", "psql"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestValidate(t *testing.T) {
+	bin := fakeBinDir(t)
+	valid := func() *Config {
+		c := &Config{
+			Variants: []Variant{{Name: "a", BinDir: bin, Settings: map[string]string{"work_mem": "4MB"}}, {Name: "b", BinDir: bin, Settings: map[string]string{}}},
+			Settings: map[string]string{"shared_buffers": "128MB"},
+			Scale:    1, Clients: []int{1, 4}, Duration: time.Second, Iterations: 5, OutDir: t.TempDir(),
+		}
+		c.Defaults()
+		return c
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("Validate(valid) = %v, want nil", err)
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"bad shared setting", func(c *Config) { c.Settings["bad name"] = "1" }, `--set: setting name "bad name" is not valid`},
+		{"bad variant setting", func(c *Config) { c.Variants[1].Settings["work-mem"] = "1" }, `--variant: variant b: setting name "work-mem" is not valid`},
+		{"dotted variant setting", func(c *Config) { c.Variants[1].Settings["auto_explain.log_min_duration"] = "0" }, ""},
+		{"duplicate clients", func(c *Config) { c.Clients = []int{1, 8, 1} }, "--clients: client count 1 is given twice"},
+	} {
+		c := valid()
+		tt.change(c)
+		err := c.Validate()
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("%s: Validate = %q, want %q", tt.name, got, tt.want)
+		}
+		if err != nil && !IsValidation(err) {
+			t.Errorf("%s: IsValidation(%v) = false, want true", tt.name, err)
+		}
+	}
+}
+
+func TestReproduceCommandSeed(t *testing.T) {
+	cmd := []string{"pgbench-runner", "ab", "--order", "randomized"}
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"clock seed", Config{Order: OrderRandomized, Seed: 1234, Command: cmd}, "pgbench-runner ab --order randomized --seed 1234"},
+		{"seed given", Config{Order: OrderRandomized, Seed: 7, SeedSet: true, Command: append(cmd[:4:4], "--seed", "7")}, "pgbench-runner ab --order randomized --seed 7"},
+		{"alternate", Config{Order: OrderAlternate, Seed: 0, Command: cmd[:2]}, "pgbench-runner ab"},
+		{"no command", Config{Order: OrderRandomized, Seed: 5}, ""},
+	} {
+		got := strings.Join(tt.cfg.reproduceCommand(), " ")
+		if got != tt.want {
+			t.Errorf("%s: reproduceCommand = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got := strings.Join(cmd, " "); got != "pgbench-runner ab --order randomized" {
+		t.Errorf("reproduceCommand changed Command to %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -90,14 +91,23 @@ func mkdirFor(dir string) error {
 // stopStale stops a server left running in dataDir by a runner that died
 // (kill -9 leaves its postmaster behind): SIGINT is PostgreSQL's fast
 // shutdown, and it needs no binaries, so it works from --remove-data too.
+// A postmaster.pid that survived a reboot can name any process, so the pid
+// is only signalled when isPostmasterOf confirms it is that server.
 func stopStale(ctx context.Context, dataDir string) error {
 	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
 	if err != nil {
 		return nil
 	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	lines := strings.Split(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil || pid <= 0 {
+		return nil
+	}
+	pidDir := ""
+	if len(lines) > 1 {
+		pidDir = strings.TrimSpace(lines[1])
+	}
+	if !isPostmasterOf(pid, dataDir, pidDir) {
 		return nil
 	}
 	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
@@ -118,6 +128,83 @@ func stopStale(ctx context.Context, dataDir string) error {
 		}
 	}
 	return fmt.Errorf("server %d in %s did not stop within 90s", pid, dataDir)
+}
+
+// isPostmasterOf reports whether pid is a PostgreSQL server of dataDir: its
+// executable is named postgres (or postmaster), and its command line or
+// the data directory line of its postmaster.pid (pidDir) names dataDir.
+func isPostmasterOf(pid int, dataDir, pidDir string) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	// A binary replaced by a package upgrade reads "postgres (deleted)".
+	switch filepath.Base(strings.TrimSuffix(exe, " (deleted)")) {
+	case "postgres", "postmaster":
+	default:
+		return false
+	}
+	if sameDir(pidDir, dataDir) {
+		return true
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		// -D DIR, -DDIR or --data-directory=DIR / -c data_directory=DIR.
+		for _, p := range []string{"-D", "--data-directory=", "data_directory="} {
+			arg = strings.TrimPrefix(arg, p)
+		}
+		if sameDir(arg, dataDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// LockFile is the lock (holding the owner's pid) that a runner keeps on a
+// campaign directory while it works there.
+const LockFile = ".lock"
+
+// lockOut takes an exclusive flock on outDir/.lock, so two runners never
+// work on one campaign at once, and writes our pid into it. The lock goes
+// with the process, so a runner that dies leaves no stale lock behind.
+func lockOut(outDir string) (release func(), err error) {
+	path := filepath.Join(outDir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			b, _ := io.ReadAll(f)
+			pid := strings.TrimSpace(string(b))
+			if pid == "" {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("campaign %s is in use by another pgbench-runner (pid %s)", outDir, pid)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
 }
 
 // isDataDir reports whether dir looks like a PostgreSQL data directory.
@@ -204,6 +291,14 @@ func renderConf(c *pgctl.Cluster, settings map[string]string) error {
 func RemoveData(ctx context.Context, outDir, dataDir string) ([]string, error) {
 	if dataDir == "" {
 		dataDir = filepath.Join(outDir, "data")
+	}
+	// A missing OUT has no runner working in it (Execute makes it first).
+	if _, err := os.Stat(outDir); err == nil {
+		release, err := lockOut(outDir)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
 	var names []string
 	if b, err := os.ReadFile(filepath.Join(outDir, JournalFile)); err == nil {

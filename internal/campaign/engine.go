@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,8 @@ type engine struct {
 	clientWrap []string
 	warnings   []string
 	journal    *Journal
+	// nodes overrides the host's NUMA nodes for the overlap check (tests).
+	nodes []sysinfo.Node
 }
 
 func (e *engine) warn(format string, args ...any) {
@@ -108,15 +111,21 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		return nil, err
 	}
 	e.checkOverlap()
+	// The lock comes before the journal is read, seed included.
+	if err := mkdirReachable(cfg.OutDir); err != nil {
+		return nil, err
+	}
+	release, err := lockOut(cfg.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if cfg.Order == OrderRandomized && !cfg.SeedSet {
 		if s, ok := readSeed(cfg.OutDir); ok && !cfg.Fresh {
 			cfg.Seed = s
 		} else {
 			cfg.Seed = time.Now().UnixNano()
 		}
-	}
-	if err := mkdirReachable(cfg.OutDir); err != nil {
-		return nil, err
 	}
 	e.journal, err = openJournal(cfg.OutDir, cfg.definition(), cfg.Fresh, time.Now().UTC())
 	if err != nil {
@@ -265,10 +274,37 @@ func (e *engine) checkOverlap() {
 		e.warn("only one of the server and the client is pinned (server %q, client %q): the unpinned side may use the other's CPUs", e.cfg.ServerNUMA, e.cfg.ClientNUMA)
 		return
 	}
-	nodes, _ := sysinfo.ReadNodes("/")
-	s, c := cpuSet(e.cfg.ServerNUMA, nodes), cpuSet(e.cfg.ClientNUMA, nodes)
-	if s == nil || c == nil {
-		return
+	nodes := e.nodes
+	if nodes == nil {
+		nodes, _ = sysinfo.ReadNodes("/")
+	}
+	if shared := sharedCPUs(e.cfg.ServerNUMA, e.cfg.ClientNUMA, nodes); len(shared) > 0 {
+		e.warn("client and server share %d CPUs (server %q, client %q): they compete with each other", len(shared), e.cfg.ServerNUMA, e.cfg.ClientNUMA)
+	}
+}
+
+// sharedCPUs is the sorted CPUs both pinning specs allow. A spec that only
+// sets a memory policy (membind=0) leaves its process free to run on every
+// CPU, so it counts as all the nodes' CPUs.
+func sharedCPUs(server, client string, nodes []sysinfo.Node) []int {
+	all := map[int]bool{}
+	for _, n := range nodes {
+		for _, c := range n.CPUs {
+			all[c] = true
+		}
+	}
+	if len(all) == 0 {
+		// No NUMA topology in sysfs: number the CPUs Go sees.
+		for i := 0; i < runtime.NumCPU(); i++ {
+			all[i] = true
+		}
+	}
+	s, c := cpuSet(server, nodes), cpuSet(client, nodes)
+	if s == nil {
+		s = all
+	}
+	if c == nil {
+		c = all
 	}
 	var shared []int
 	for cpu := range s {
@@ -276,10 +312,8 @@ func (e *engine) checkOverlap() {
 			shared = append(shared, cpu)
 		}
 	}
-	if len(shared) > 0 {
-		sort.Ints(shared)
-		e.warn("client and server share %d CPUs (server %q, client %q): they compete with each other", len(shared), e.cfg.ServerNUMA, e.cfg.ClientNUMA)
-	}
+	sort.Ints(shared)
+	return shared
 }
 
 // cpuSet is the CPUs a pinning spec allows; nil when it does not restrict CPUs.
@@ -397,7 +431,7 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 }
 
 func (e *engine) connArgs(vs *variantState) []string {
-	return []string{"-h", vs.cluster.DataDir, "-U", "postgres", "postgres"}
+	return []string{"-h", vs.cluster.SocketDir(), "-U", "postgres", "postgres"}
 }
 
 func tail(s string, n int) string {
@@ -441,7 +475,7 @@ func hugeInUse() (total, free, rsvd int64) {
 }
 
 // segmentInHugePages says whether the postmaster serving dataDir maps any
-// memory with pages larger than 4 kB ("on") or not ("off"), from
+// memory with pages larger than the base page size ("on") or not ("off"), from
 // /proc/PID/smaps. It asks the process itself because the pool counters in
 // /proc/meminfo are machine-wide: another process taking or returning pages
 // at the same moment would fool a before/after comparison.
@@ -463,8 +497,12 @@ func segmentInHugePages(dataDir string) (string, error) {
 }
 
 // hugeMapping returns "on" when an smaps listing has a mapping whose kernel
-// page size exceeds 4 kB (hugetlb), else "off".
-func hugeMapping(smaps string) string {
+// page size exceeds the base page size (hugetlb), else "off".
+func hugeMapping(smaps string) string { return hugeMappingBase(smaps, int64(os.Getpagesize()/1024)) }
+
+// hugeMappingBase is hugeMapping for a base page size of baseKB: kernels
+// with 16 or 64 kB pages (arm64, ppc64le) must not count those as huge.
+func hugeMappingBase(smaps string, baseKB int64) string {
 	for _, line := range strings.Split(smaps, "\n") {
 		rest, ok := strings.CutPrefix(line, "KernelPageSize:")
 		if !ok {
@@ -472,7 +510,7 @@ func hugeMapping(smaps string) string {
 		}
 		f := strings.Fields(rest)
 		if len(f) > 0 {
-			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 4 {
+			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > baseKB {
 				return "on"
 			}
 		}
@@ -676,7 +714,7 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 		StartedAt:     e.journal.StartedAt,
 		FinishedAt:    now,
 		WallSeconds:   now.Sub(e.journal.StartedAt).Seconds(),
-		Command:       cfg.Command,
+		Command:       cfg.reproduceCommand(),
 		Variants:      variants,
 		Workload: report.Workload{
 			Mode: cfg.Mode, Script: cfg.Script, Scale: cfg.Scale, Clients: cfg.Clients, Threads: cfg.Threads,

@@ -390,3 +390,17 @@ func TestGoldenFewIterations(t *testing.T) {
 	}
 	golden(t, "summary_3_iterations.md.golden", b.Bytes())
 }
+
+func TestNumactlCommand(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{"cpunodebind=0,membind=0", "numactl --cpunodebind=0 --membind=0"},
+		{"cpunodebind=0", "numactl --cpunodebind=0"},
+		{"physcpubind=1,3,membind=0", "numactl --physcpubind=1,3 --membind=0"},
+		{"interleave=0-1,localalloc", "numactl --interleave=0-1 --localalloc"},
+		{"membind=0, cpunodebind=1", "numactl --membind=0 --cpunodebind=1"},
+	} {
+		if got := numactlCommand(tt.spec); got != tt.want {
+			t.Errorf("numactlCommand(%q) = %q, want %q", tt.spec, got, tt.want)
+		}
+	}
+}

@@ -260,11 +260,33 @@ func writeWorkload(b *strings.Builder, wl Workload) {
 		item("order", order)
 	}
 	if wl.ServerNUMA != "" {
-		item("server pinning", "`numactl --"+mdCode(wl.ServerNUMA)+"`")
+		item("server pinning", "`"+mdCode(numactlCommand(wl.ServerNUMA))+"`")
 	}
 	if wl.ClientNUMA != "" {
-		item("client pinning", "`numactl --"+mdCode(wl.ClientNUMA)+"`")
+		item("client pinning", "`"+mdCode(numactlCommand(wl.ClientNUMA))+"`")
 	}
+}
+
+// numactlCommand renders a pinning spec ("cpunodebind=0,membind=0") as the
+// numactl command it stands for, one --key=value flag per option; a comma
+// followed by a digit continues a list (physcpubind=1,3).
+func numactlCommand(spec string) string {
+	var opts []string
+	for _, p := range strings.Split(spec, ",") {
+		p = strings.TrimSpace(p)
+		if len(opts) > 0 && p != "" && p[0] >= '0' && p[0] <= '9' {
+			opts[len(opts)-1] += "," + p
+			continue
+		}
+		opts = append(opts, p)
+	}
+	cmd := "numactl"
+	for _, o := range opts {
+		if o != "" {
+			cmd += " --" + o
+		}
+	}
+	return cmd
 }
 
 // writeHost prints the host facts that most often explain a difference.

@@ -205,8 +205,7 @@ func compare(base, cand string, bs, cs *benchmath.Sample, bsum, csum benchmath.S
 	cmp := Comparison{Baseline: base, Candidate: cand, PValue: res.P, Verdict: VerdictNoDifference}
 	if bsum.Center != 0 {
 		cmp.DeltaPct = (csum.Center/bsum.Center - 1) * 100
-		cmp.CILowPct = finitePct(csum.Lo / bsum.Hi)
-		cmp.CIHighPct = finitePct(csum.Hi / bsum.Lo)
+		cmp.CILowPct, cmp.CIHighPct = ratioCI(bsum, csum)
 	}
 	if res.P <= alpha {
 		switch {
@@ -222,6 +221,23 @@ func compare(base, cand string, bs, cs *benchmath.Sample, bsum, csum benchmath.S
 			n1, n2, alpha, minP, iterationsNeeded(alpha))
 	}
 	return cmp
+}
+
+// ratioCI is the interval of the candidate/baseline ratio, in percent,
+// from the two median confidence intervals. When either side has no finite
+// interval (too few samples) neither bound is given: one infinite bound
+// would make its ratio 0 or infinite, a finite but wrong -100%.
+func ratioCI(bsum, csum benchmath.Summary) (lo, hi *float64) {
+	for _, b := range []float64{bsum.Lo, bsum.Hi, csum.Lo, csum.Hi} {
+		if math.IsInf(b, 0) || math.IsNaN(b) {
+			return nil, nil
+		}
+	}
+	lo, hi = finitePct(csum.Lo/bsum.Hi), finitePct(csum.Hi/bsum.Lo)
+	if lo == nil || hi == nil {
+		return nil, nil
+	}
+	return lo, hi
 }
 
 // finitePct turns a ratio bound into a percentage, or nil when benchmath

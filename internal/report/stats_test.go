@@ -2,9 +2,12 @@ package report
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/perf/benchmath"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -233,4 +236,40 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+func TestRatioCI(t *testing.T) {
+	inf := math.Inf(1)
+	pct := func(f float64) *float64 { return &f }
+	for _, tt := range []struct {
+		name       string
+		base, cand benchmath.Summary
+		lo, hi     *float64
+	}{
+		{"finite", benchmath.Summary{Lo: 90, Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, pct(-10), pct(34.444444444444443)},
+		// Unequal n: the baseline has no finite interval, the candidate has.
+		{"baseline infinite", benchmath.Summary{Lo: math.Inf(-1), Hi: inf}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
+		{"candidate high infinite", benchmath.Summary{Lo: 90, Hi: 110}, benchmath.Summary{Lo: 99, Hi: inf}, nil, nil},
+		{"baseline low NaN", benchmath.Summary{Lo: math.NaN(), Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
+		{"zero baseline low", benchmath.Summary{Lo: 0, Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
+	} {
+		lo, hi := ratioCI(tt.base, tt.cand)
+		if !samePct(lo, tt.lo) || !samePct(hi, tt.hi) {
+			t.Errorf("%s: ratioCI = [%v, %v], want [%v, %v]", tt.name, fmtPct(lo), fmtPct(hi), fmtPct(tt.lo), fmtPct(tt.hi))
+		}
+	}
+}
+
+func samePct(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return math.Abs(*a-*b) < 1e-9
+}
+
+func fmtPct(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
