@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -182,6 +184,24 @@ func (c connectionModel) dial(ctx context.Context) (remote.Executor, error) {
 	default:
 		return nil, fmt.Errorf("connection mode %q is not ssh or local; pass pgbench_host.<name>.connection_info", c.Mode.ValueString())
 	}
+}
+
+// dialHost reads the host_connection object and connects to its host. On
+// failure it adds a diagnostic saying what the connection was for and
+// returns ok false. Close the executor when done.
+func dialHost(ctx context.Context, obj types.Object, purpose string, diags *diag.Diagnostics) (connectionModel, remote.Executor, bool) {
+	conn, err := connectionFromObject(ctx, obj)
+	if err != nil {
+		diags.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
+		return conn, nil, false
+	}
+	ex, err := conn.dial(ctx)
+	if err != nil {
+		diags.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to the host for %s failed: %v. Check that the host is up "+
+			"and that host_connection comes from its pgbench_host.", purpose, err))
+		return conn, nil, false
+	}
+	return conn, ex, true
 }
 
 // runnerError is a runner subcommand that failed and said why in its JSON

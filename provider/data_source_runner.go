@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 
@@ -68,15 +67,7 @@ func (d *runnerDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 }
 
 func (d *runnerDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("expected *providerData, got %T; this is a bug in the provider", req.ProviderData))
-		return
-	}
-	d.data = data
+	d.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
 type runnerDataSourceModel struct {

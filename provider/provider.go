@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -178,9 +179,24 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewHostResource, NewABBenchmarkResource, NewHugepagePoolResource, NewPostgresBuildResource}
+	return []func() resource.Resource{NewHostResource, NewABBenchmarkResource, NewHugepagePoolResource, NewPostgresBuildResource, NewEC2SweepResource}
 }
 
 func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{NewRunnerDataSource}
+}
+
+// configuredData returns the provider's data handed to a resource or data
+// source in Configure, or nil before the provider is configured (Terraform
+// validates configurations before that).
+func configuredData(v any, diags *diag.Diagnostics) *providerData {
+	if v == nil {
+		return nil
+	}
+	data, ok := v.(*providerData)
+	if !ok {
+		diags.AddError("Unexpected Provider Data", fmt.Sprintf("expected *providerData, got %T; this is a bug in the provider", v))
+		return nil
+	}
+	return data
 }

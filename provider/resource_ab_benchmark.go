@@ -212,15 +212,7 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 }
 
 func (r *abBenchmarkResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("expected *providerData, got %T; this is a bug in the provider", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
 var abVariantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)

@@ -158,15 +158,7 @@ func (r *hugepagePoolResource) Schema(_ context.Context, _ resource.SchemaReques
 }
 
 func (r *hugepagePoolResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	d, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("got %T, want *providerData", req.ProviderData))
-		return
-	}
-	r.data = d
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *hugepagePoolResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
@@ -234,14 +226,8 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	conn, err := connectionFromObject(ctx, m.Connection)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
-		return
-	}
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connecting for the huge page pool failed: %v", err))
+	conn, ex, ok := dialHost(ctx, m.Connection, "reserving the huge page pool", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	defer ex.Close()
@@ -335,14 +321,8 @@ func (r *hugepagePoolResource) Read(ctx context.Context, req resource.ReadReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	conn, err := connectionFromObject(ctx, m.Connection)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
-		return
-	}
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Reading the huge page pool failed: %v", err))
+	conn, ex, ok := dialHost(ctx, m.Connection, "reading the huge page pool", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	defer ex.Close()
@@ -409,19 +389,13 @@ func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	conn, err := connectionFromObject(ctx, m.Connection)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
-		return
-	}
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Releasing the huge page pool failed: %v", err))
+	conn, ex, ok := dialHost(ctx, m.Connection, "releasing the huge page pool", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	defer ex.Close()
 	var res hugepages.Reserved
-	err = runRunner(ctx, ex, conn.RunnerPath.ValueString(), &res, func(l string) { tflog.Info(ctx, l) },
+	err := runRunner(ctx, ex, conn.RunnerPath.ValueString(), &res, func(l string) { tflog.Info(ctx, l) },
 		"hugepages", "release", "--state", m.StateFile.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Huge Page Release Failed",

@@ -158,15 +158,7 @@ func (r *postgresBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 }
 
 func (r *postgresBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	d, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("got %T, want *providerData", req.ProviderData))
-		return
-	}
-	r.data = d
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
@@ -238,7 +230,7 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	conn, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	conn, ex, ok := dialHost(ctx, m.Connection, "the build", &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -341,7 +333,7 @@ func (r *postgresBuildResource) Read(ctx context.Context, req resource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	_, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	_, ex, ok := dialHost(ctx, m.Connection, "checking the build", &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -390,7 +382,7 @@ func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteR
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, ex, ok := r.dial(ctx, m.Connection, &resp.Diagnostics)
+	conn, ex, ok := dialHost(ctx, m.Connection, "removing the build", &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -401,24 +393,6 @@ func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteR
 		resp.Diagnostics.AddError("PostgreSQL Build Removal Failed",
 			fmt.Sprintf("Removing %s on %s failed: %v", m.Prefix.ValueString(), ex, err))
 	}
-}
-
-// dial opens the host of a connection, or adds a diagnostic.
-func (r *postgresBuildResource) dial(ctx context.Context, obj types.Object, diags interface {
-	AddAttributeError(path.Path, string, string)
-	AddError(string, string)
-}) (connectionModel, remote.Executor, bool) {
-	conn, err := connectionFromObject(ctx, obj)
-	if err != nil {
-		diags.AddAttributeError(path.Root("host_connection"), "Invalid Connection", err.Error())
-		return conn, nil, false
-	}
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		diags.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to the host failed: %v", err))
-		return conn, nil, false
-	}
-	return conn, ex, true
 }
 
 type postgresBuildModel struct {

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"flag"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -20,6 +21,11 @@ import (
 // without --log, i.e. the cost of collecting latency percentiles).
 //
 //	go test ./internal/campaign -run '^$' -bench HarnessOverhead -benchtime 5x
+//
+// harnessRun is the length of each pgbench run of BenchmarkHarnessOverhead;
+// longer runs resolve smaller differences on a noisy machine.
+var harnessRun = flag.Duration("harness.run", 2*time.Second, "length of each run in BenchmarkHarnessOverhead")
+
 func BenchmarkHarnessOverhead(b *testing.B) {
 	needPostgres(b)
 	testhost.RequireCommand(b, "runuser")
@@ -27,7 +33,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	cfg := &Config{
 		Variants: []Variant{{Name: "a", BinDir: pgBinDir, HugePages: "off"}, {Name: "b", BinDir: pgBinDir, HugePages: "off"}},
 		Settings: map[string]string{"shared_buffers": "64MB"},
-		Mode:     "select-only", Scale: 1, Clients: []int{2}, Duration: 2 * time.Second, Iterations: 1, OutDir: out,
+		Mode:     "select-only", Scale: 1, Clients: []int{2}, Duration: *harnessRun, Iterations: 1, OutDir: out,
 	}
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
