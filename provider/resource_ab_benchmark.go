@@ -131,6 +131,16 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"finished_at":      schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign finished (RFC 3339)."},
 			"wall_seconds":     schema.Float64Attribute{Computed: true, MarkdownDescription: "Wall time of the campaign in seconds."},
 			"sysinfo":          schema.StringAttribute{Computed: true, MarkdownDescription: "Host facts recorded with the results (JSON): kernel, CPU, NUMA, tuning, huge pages."},
+			"hourly_price_usd": schema.Float64Attribute{
+				Optional: true,
+				MarkdownDescription: "Hourly price of the host in USD, for `cost_usd`: e.g. `pgbench_host.<name>.ec2.hourly_price_usd`. " +
+					"Changing it recomputes the cost without running the campaign again.",
+				Validators: []validator.Float64{float64validator.AtLeast(0)},
+			},
+			"cost_usd": schema.Float64Attribute{
+				Computed:            true,
+				MarkdownDescription: "What the campaign's wall time cost at `hourly_price_usd`; null without a price.",
+			},
 			"huge_pages_observed": schema.MapAttribute{
 				ElementType:         types.StringType,
 				Computed:            true,
@@ -486,6 +496,8 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	state.Timeouts = plan.Timeouts
+	state.HourlyPriceUSD = plan.HourlyPriceUSD
+	state.CostUSD = abCostUSD(state.HourlyPriceUSD, state.WallSeconds)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -718,6 +730,7 @@ func (m *abBenchmarkModel) setResults(ctx context.Context, res *report.Results) 
 	m.StartedAt = types.StringValue(res.StartedAt.UTC().Format(time.RFC3339))
 	m.FinishedAt = types.StringValue(res.FinishedAt.UTC().Format(time.RFC3339))
 	m.WallSeconds = types.Float64Value(res.WallSeconds)
+	m.CostUSD = abCostUSD(m.HourlyPriceUSD, m.WallSeconds)
 	si, err := abSysinfoJSON(res)
 	if err != nil {
 		d.AddError("Unreadable Campaign Results", err.Error())
@@ -762,6 +775,8 @@ type abBenchmarkModel struct {
 	StartedAt         types.String     `tfsdk:"started_at"`
 	FinishedAt        types.String     `tfsdk:"finished_at"`
 	WallSeconds       types.Float64    `tfsdk:"wall_seconds"`
+	HourlyPriceUSD    types.Float64    `tfsdk:"hourly_price_usd"`
+	CostUSD           types.Float64    `tfsdk:"cost_usd"`
 	Sysinfo           types.String     `tfsdk:"sysinfo"`
 	HugePagesObserved types.Map        `tfsdk:"huge_pages_observed"`
 	Warnings          types.List       `tfsdk:"warnings"`

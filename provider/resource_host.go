@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -67,7 +68,7 @@ func (r *hostResource) Metadata(_ context.Context, req resource.MetadataRequest,
 	resp.TypeName = req.ProviderTypeName + "_host"
 }
 
-func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	// A key that was not known before (an imported host) can be filled in
 	// without replacing the host; changing a known key replaces it.
@@ -108,7 +109,7 @@ func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 	bastion := sshAttrs("jump host")
 	sshBlockAttrs := sshAttrs("host")
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "A benchmark host: an existing machine reached over SSH (`ssh` block) or the machine " +
+		MarkdownDescription: "A benchmark host: an EC2 instance it launches (`ec2` block, terminated on destroy), an existing machine reached over SSH (`ssh` block) or the machine " +
 			"Terraform runs on (`local = true`). The provider installs `pgbench-runner` on it, optionally installs " +
 			"packages and tunes the OS (recording the previous values), and exports its facts and a `connection` " +
 			"object for the other resources.\n\n" +
@@ -168,6 +169,8 @@ func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"ec2":      ec2BlockSchema(),
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 			"ssh": schema.SingleNestedBlock{
 				MarkdownDescription: "Reach an existing machine over SSH, with a pinned host key.",
 				Attributes:          sshBlockAttrs,
@@ -235,7 +238,7 @@ func (r *hostResource) Configure(_ context.Context, req resource.ConfigureReques
 // ConfigValidators keeps the host kinds exclusive; an ec2 block joins the list.
 func (r *hostResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(fwpath.MatchRoot("ssh"), fwpath.MatchRoot("local")),
+		resourcevalidator.ExactlyOneOf(fwpath.MatchRoot("ssh"), fwpath.MatchRoot("local"), fwpath.MatchRoot("ec2")),
 	}
 }
 
@@ -266,6 +269,11 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 	var m hostModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := hostContext(ctx, &m, true, &resp.Diagnostics)
+	defer cancel()
+	if m.EC2 != nil && !r.ec2CreateHost(ctx, &m, resp) {
 		return
 	}
 	conn := m.connection()
@@ -343,6 +351,10 @@ func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.EC2 != nil {
+		r.ec2ReadHost(ctx, &m, resp)
+		return
+	}
 	if m.SSH != nil && m.SSH.PrivateKey.ValueString() == "" {
 		// Imported SSH host: the key comes from configuration on the next
 		// apply; until then there is no way in.
@@ -415,6 +427,13 @@ func (r *hostResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if m.EC2 != nil {
+		// Termination reverts everything; nothing on the host needs undoing.
+		ctx, cancel := hostContext(ctx, &m, false, &resp.Diagnostics)
+		defer cancel()
+		r.ec2Delete(ctx, m.EC2, &resp.Diagnostics)
+		return
+	}
 	ex, err := m.connection().dial(ctx)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to %s to revert its tuning failed: %v. "+
@@ -463,6 +482,9 @@ func removeCampaignData(ctx context.Context, ex remote.Executor, runner, root st
 // ImportState takes `local` or `user@host:port`, each optionally followed by
 // `,INSTALL_DIR` when the runner is not in the default directory.
 func (r *hostResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if ec2RefuseImport(req.ID, &resp.Diagnostics) {
+		return
+	}
 	id, dir, _ := strings.Cut(req.ID, ",")
 	if dir == "" {
 		dir = runnerbin.DefaultDir
@@ -477,6 +499,7 @@ func (r *hostResource) ImportState(ctx context.Context, req resource.ImportState
 		HugepageSizes:      types.ListNull(types.Int64Type),
 		TuningApplied:      types.MapNull(types.ObjectType{AttrTypes: tuningAppliedAttrTypes}),
 		BootstrapInstalled: types.ListNull(types.StringType),
+		Timeouts:           hostTimeoutsNull(),
 	}
 	if id == "local" {
 		m.Local = types.BoolValue(true)
@@ -727,6 +750,8 @@ type hostModel struct {
 	HugepageSizes      types.List      `tfsdk:"hugepage_sizes"`
 	TuningApplied      types.Map       `tfsdk:"tuning_applied"`
 	BootstrapInstalled types.List      `tfsdk:"bootstrap_installed"`
+	EC2                *ec2Model       `tfsdk:"ec2"`
+	Timeouts           timeouts.Value  `tfsdk:"timeouts"`
 }
 
 type sshModel struct {
@@ -777,6 +802,9 @@ func (t *tuningModel) values() map[string]string {
 }
 
 func (m *hostModel) hostID() string {
+	if m.EC2 != nil {
+		return m.EC2.InstanceID.ValueString()
+	}
 	if m.SSH == nil {
 		return "local"
 	}
@@ -784,6 +812,9 @@ func (m *hostModel) hostID() string {
 }
 
 func (m *hostModel) describe() string {
+	if m.EC2 != nil {
+		return "ec2 instance " + m.EC2.InstanceID.ValueString()
+	}
 	if m.SSH == nil {
 		return "the local machine"
 	}
@@ -792,6 +823,9 @@ func (m *hostModel) describe() string {
 
 // connection is the connectionModel for this host, without runner_path.
 func (m *hostModel) connection() connectionModel {
+	if m.EC2 != nil {
+		return m.EC2.connection(m.InstallDir.ValueString(), m.ID)
+	}
 	c := connectionModel{
 		Mode: types.StringValue("local"), Host: types.StringNull(), Port: types.Int64Null(), User: types.StringNull(),
 		PrivateKey: types.StringNull(), HostKey: types.StringNull(),

@@ -35,7 +35,7 @@ func TestAccHostValidation(t *testing.T) {
 		name, config string
 		want         string
 	}{
-		{"neither", `resource "pgbench_host" "x" {}`, `Exactly one of these attributes must be configured: \[ssh,local\]`},
+		{"neither", `resource "pgbench_host" "x" {}`, `Exactly one of these attributes must be configured: \[ssh,local,ec2\]`},
 		{"both", `resource "pgbench_host" "x" {
   local = true
   ssh {

@@ -1,0 +1,358 @@
+# The NUMA clock-sweep runbook as Terraform: stock vs patched PostgreSQL on a
+# bare-metal r8i.metal-96xl in us-east-2 (2 TB gp3), NUMA balancing off, the
+# performance governor, both builds --with-libnuma, a 17408-page huge-page
+# pool, shared_buffers 32GB against a `pgbench -i -s 3000` dataset (about
+# 45 GB, so the clock sweep has to evict), read-only and read-write at
+# several client counts, 3 iterations each, medians, the server pinned to
+# NUMA node 0.
+#
+#   terraform apply -var 'ssh_cidrs=["203.0.113.7/32"]' -var postgres_sha256=... \
+#     -var 'patch_files=["v3-0001-clock-sweep.patch"]'
+#
+# `terraform destroy` terminates the instance and waits until EC2 reports it
+# terminated. Should Terraform never come back, the instance powers itself
+# off (and so terminates) after max_lifetime.
+
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    pgbench = {
+      source = "pgbench-tf/pgbench"
+    }
+  }
+}
+
+variable "region" {
+  description = "AWS region."
+  type        = string
+  default     = "us-east-2"
+}
+
+variable "aws_endpoint" {
+  description = "EC2 endpoint override (a VPC endpoint, or a test server)."
+  type        = string
+  default     = null
+}
+
+variable "instance_type" {
+  description = "Instance type: r8i.metal-96xl for the real run, m6i.metal for a cheaper rehearsal."
+  type        = string
+  default     = "r8i.metal-96xl"
+}
+
+variable "availability_zones" {
+  description = "Zones to try in order when one has no metal capacity."
+  type        = list(string)
+  default     = ["us-east-2a", "us-east-2b", "us-east-2c"]
+}
+
+variable "image_name" {
+  description = "AMI name filter; the newest match is launched."
+  type        = string
+  default     = "debian-12-amd64-*"
+}
+
+variable "image_owner" {
+  description = "AMI owner (136693071363 is Debian)."
+  type        = string
+  default     = "136693071363"
+}
+
+variable "ssh_cidrs" {
+  description = "Where Terraform connects from, e.g. [\"203.0.113.7/32\"]: a temporary security group admits SSH from there."
+  type        = list(string)
+}
+
+variable "ssh_user" {
+  description = "User to log in as; it needs root rights for tuning and packages."
+  type        = string
+  default     = "root"
+}
+
+variable "max_lifetime" {
+  description = "Dead-man switch: the instance terminates itself this long after boot."
+  type        = string
+  default     = "12h"
+}
+
+variable "poll_interval" {
+  description = "How often to look at the instance's state while it boots or terminates."
+  type        = string
+  default     = "15s"
+}
+
+variable "install_dir" {
+  description = "Where pgbench-runner goes on the instance."
+  type        = string
+  default     = "/usr/local/lib/pgbench"
+}
+
+variable "postgres_tarball" {
+  description = "PostgreSQL release tarball both builds start from."
+  type        = string
+  default     = "https://ftp.postgresql.org/pub/source/v17.2/postgresql-17.2.tar.bz2"
+}
+
+variable "postgres_sha256" {
+  description = "sha256 of the tarball (its .sha256 file on ftp.postgresql.org)."
+  type        = string
+  default     = null
+}
+
+variable "patch_files" {
+  description = "Patches applied to the patched build, in order."
+  type        = list(string)
+  default     = []
+}
+
+variable "system_bin_dir" {
+  description = "Use this installed PostgreSQL for both variants instead of building (a dry run of the pipeline)."
+  type        = string
+  default     = null
+}
+
+variable "hugepages" {
+  description = "Huge pages (2 MB) to reserve: 17408 holds shared_buffers = 32GB."
+  type        = number
+  default     = 17408
+}
+
+variable "shared_buffers" {
+  description = "Smaller than the dataset, so the clock sweep has to evict."
+  type        = string
+  default     = "32GB"
+}
+
+variable "scale" {
+  description = "pgbench scale factor: 3000 is about 45 GB."
+  type        = number
+  default     = 3000
+}
+
+variable "clients" {
+  description = "Client counts, one cell each."
+  type        = list(number)
+  default     = [64, 128, 256, 384]
+}
+
+variable "duration" {
+  description = "Length of each measured run."
+  type        = string
+  default     = "300s"
+}
+
+variable "warmup" {
+  description = "Unmeasured run before each measured one."
+  type        = string
+  default     = "30s"
+}
+
+variable "iterations" {
+  description = "Runs per variant and client count; the medians are reported."
+  type        = number
+  default     = 3
+}
+
+variable "server_numa" {
+  description = "numactl placement of the postmaster: node 0, as the runbook insists."
+  type        = string
+  default     = "cpunodebind=0,membind=0"
+}
+
+provider "pgbench" {
+  aws {
+    region   = var.region
+    endpoint = var.aws_endpoint
+  }
+}
+
+locals {
+  build = var.system_bin_dir == null
+  settings = {
+    shared_buffers  = var.shared_buffers
+    max_connections = tostring(max(var.clients...) + 20)
+  }
+}
+
+resource "pgbench_host" "metal" {
+  install_dir = var.install_dir
+
+  ec2 {
+    instance_type = var.instance_type
+    image {
+      name   = var.image_name
+      owners = [var.image_owner]
+    }
+    availability_zones = var.availability_zones
+    ssh_cidrs          = var.ssh_cidrs
+    ssh_user           = var.ssh_user
+    max_lifetime       = var.max_lifetime
+    poll_interval      = var.poll_interval
+    tags = {
+      project = "numa-clock-sweep"
+    }
+    root_volume {
+      size_gb    = 2000
+      type       = "gp3"
+      iops       = 16000
+      throughput = 1000
+    }
+  }
+
+  bootstrap {
+    packages = ["numactl"]
+  }
+
+  tuning {
+    numa_balancing = "off"
+    cpu_governor   = "performance"
+  }
+}
+
+# Stock and patched from the same release tarball, both --with-libnuma:
+# without libnuma the patch falls back to batch_size = 1 (no effect).
+resource "pgbench_postgres_build" "stock" {
+  count           = local.build ? 1 : 0
+  host_connection = pgbench_host.metal.connection_info
+  source {
+    tarball = var.postgres_tarball
+    sha256  = var.postgres_sha256
+  }
+  configure_flags = ["--with-libnuma"]
+  install_deps    = true
+
+  timeouts {
+    create = "90m"
+  }
+}
+
+resource "pgbench_postgres_build" "patched" {
+  count           = local.build ? 1 : 0
+  host_connection = pgbench_host.metal.connection_info
+  source {
+    tarball = var.postgres_tarball
+    sha256  = var.postgres_sha256
+  }
+  patches         = [for f in var.patch_files : file(f)]
+  configure_flags = ["--with-libnuma"]
+  install_deps    = true
+
+  timeouts {
+    create = "90m"
+  }
+}
+
+# A dry run: the installed PostgreSQL plays both variants.
+resource "pgbench_postgres_build" "system" {
+  count           = local.build ? 0 : 1
+  host_connection = pgbench_host.metal.connection_info
+  source {
+    system = var.system_bin_dir
+  }
+}
+
+locals {
+  stock_bin_dir   = local.build ? pgbench_postgres_build.stock[0].bin_dir : pgbench_postgres_build.system[0].bin_dir
+  patched_bin_dir = local.build ? pgbench_postgres_build.patched[0].bin_dir : pgbench_postgres_build.system[0].bin_dir
+}
+
+resource "pgbench_hugepage_pool" "pool" {
+  host_connection = pgbench_host.metal.connection_info
+  pages           = var.hugepages
+}
+
+resource "pgbench_ab_benchmark" "read_only" {
+  host_connection  = pgbench_host.metal.connection_info
+  settings         = local.settings
+  hourly_price_usd = pgbench_host.metal.ec2.hourly_price_usd
+
+  variant {
+    name       = "stock"
+    bin_dir    = local.stock_bin_dir
+    huge_pages = "on"
+  }
+  variant {
+    name       = "patched"
+    bin_dir    = local.patched_bin_dir
+    huge_pages = "on"
+  }
+
+  workload {
+    mode       = "select-only"
+    scale      = var.scale
+    clients    = var.clients
+    duration   = var.duration
+    warmup     = var.warmup
+    iterations = var.iterations
+  }
+
+  server_numa = var.server_numa
+  order       = "alternate"
+
+  timeouts {
+    create = "12h"
+  }
+
+  depends_on = [pgbench_hugepage_pool.pool]
+}
+
+# Read-write after read-only: one campaign at a time on the box.
+resource "pgbench_ab_benchmark" "read_write" {
+  host_connection  = pgbench_host.metal.connection_info
+  settings         = local.settings
+  hourly_price_usd = pgbench_host.metal.ec2.hourly_price_usd
+
+  variant {
+    name       = "stock"
+    bin_dir    = local.stock_bin_dir
+    huge_pages = "on"
+  }
+  variant {
+    name       = "patched"
+    bin_dir    = local.patched_bin_dir
+    huge_pages = "on"
+  }
+
+  workload {
+    mode       = "tpcb"
+    scale      = var.scale
+    clients    = var.clients
+    duration   = var.duration
+    warmup     = var.warmup
+    iterations = var.iterations
+  }
+
+  server_numa = var.server_numa
+  order       = "alternate"
+
+  timeouts {
+    create = "12h"
+  }
+
+  depends_on = [pgbench_hugepage_pool.pool, pgbench_ab_benchmark.read_only]
+}
+
+output "instance" {
+  description = "The instance, its price and when its dead-man switch fires."
+  value = {
+    id               = pgbench_host.metal.ec2.instance_id
+    zone             = pgbench_host.metal.ec2.availability_zone
+    hourly_price_usd = pgbench_host.metal.ec2.hourly_price_usd
+    expires_at       = pgbench_host.metal.ec2.expires_at
+    cpus             = pgbench_host.metal.cpus
+    numa_nodes       = pgbench_host.metal.numa_nodes
+  }
+}
+
+output "read_only_summary" {
+  value = pgbench_ab_benchmark.read_only.summary_markdown
+}
+
+output "read_write_summary" {
+  value = pgbench_ab_benchmark.read_write.summary_markdown
+}
+
+output "cost_usd" {
+  description = "What the two campaigns cost at the instance's hourly price."
+  value       = format("%.2f", pgbench_ab_benchmark.read_only.cost_usd + pgbench_ab_benchmark.read_write.cost_usd)
+}

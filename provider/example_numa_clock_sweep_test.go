@@ -1,0 +1,74 @@
+package provider
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/config"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// TestAccEC2ExampleNumaClockSweep applies examples/numa-clock-sweep as it
+// is against the simulated region, with the scale, durations, pool and
+// builds turned down (the installed PostgreSQL for both variants), so the
+// example is known to work; destroy terminates the instance.
+func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
+	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.LockKernel(t)
+	sim := ec2TestRegion(t)
+	testhost.SaveSysctl(t, "vm.nr_hugepages")
+	// Destroy terminates instead of reverting; the simulated instances
+	// share this kernel.
+	testhost.SaveSysctl(t, "kernel.numa_balancing")
+	// The example names its provider by its registry address.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "pgbench-tf")
+	vars := config.Variables{
+		"aws_endpoint":   config.StringVariable(sim.URL),
+		"ssh_cidrs":      config.ListVariable(config.StringVariable("10.200.0.0/16")),
+		"install_dir":    config.StringVariable(abTempDir(t)),
+		"poll_interval":  config.StringVariable("100ms"),
+		"system_bin_dir": config.StringVariable(abPGBin),
+		"hugepages":      config.IntegerVariable(48),
+		"shared_buffers": config.StringVariable("32MB"),
+		"scale":          config.IntegerVariable(1),
+		"clients":        config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
+		"duration":       config.StringVariable("1s"),
+		"warmup":         config.StringVariable("1s"),
+		"iterations":     config.IntegerVariable(2),
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:     func() { preCheck(t) },
+		CheckDestroy: ec2NoneRunning(sim),
+		Steps: []resource.TestStep{{
+			// The example has its own provider block: the factories
+			// belong to the step then.
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			ConfigDirectory:          config.StaticDirectory("../examples/numa-clock-sweep"),
+			ConfigVariables:          vars,
+			Check: resource.ComposeTestCheckFunc(
+				ec2Only(sim, 1, nil),
+				abCheckResults("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				abCheckResults("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.hourly_price_usd", "14.45"),
+				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.availability_zone", "us-east-2a"),
+				func(s *terraform.State) error {
+					for _, name := range []string{"pgbench_ab_benchmark.read_only", "pgbench_ab_benchmark.read_write"} {
+						a := s.RootModule().Resources[name].Primary.Attributes
+						var cost, wall float64
+						if _, err := fmt.Sscan(a["cost_usd"], &cost); err != nil {
+							return fmt.Errorf("%s cost_usd = %q: %v", name, a["cost_usd"], err)
+						}
+						fmt.Sscan(a["wall_seconds"], &wall)
+						if want := 14.45 * wall / 3600; cost <= 0 || cost < want*0.999 || cost > want*1.001 {
+							return fmt.Errorf("%s cost_usd = %v, want %v (%v s at 14.45/h)", name, cost, want, wall)
+						}
+					}
+					return nil
+				},
+			),
+		}},
+	})
+}

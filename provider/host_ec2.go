@@ -1,0 +1,698 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
+)
+
+// The ec2 mode of pgbench_host: the hooks in resource_host.go call
+// ec2Create before the shared bootstrap/tuning/runner path (which then
+// reaches the instance over SSH like any ssh host), ec2Read before the
+// refresh, and ec2Delete instead of the revert (a terminated instance
+// needs no revert).
+
+const (
+	defaultEC2PollInterval = "15s"
+	defaultEC2SSHUser      = "root"
+	// defaultHostTimeout is the create and delete timeout: metal instances
+	// take 20+ minutes to boot and as long to terminate.
+	defaultHostTimeout = 40 * time.Minute
+)
+
+// ec2BlockSchema is the ec2 block of pgbench_host.
+func ec2BlockSchema() schema.SingleNestedBlock {
+	replaceS := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	replaceL := []planmodifier.List{listplanmodifier.RequiresReplace()}
+	keepS := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	computed := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, PlanModifiers: keepS, MarkdownDescription: desc}
+	}
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "Launch an EC2 instance for the benchmark and guarantee its termination: `terraform destroy` " +
+			"terminates it and waits for `terminated`; the instance is launched with shutdown behaviour `terminate` " +
+			"and a power-off scheduled from user data at `max_lifetime` (a dead-man switch that stops the bill even " +
+			"when Terraform never comes back); it is tagged `managed-by = pgbench`, `owner` and `expires-at` so that " +
+			"`pgbench_ec2_sweep` can terminate orphans. Any failure after the launch leaves the instance in state " +
+			"(tainted), so the next apply or destroy terminates it. Every argument except `hourly_price_usd` and " +
+			"`poll_interval` replaces the instance.",
+		Validators: []validator.Object{
+			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
+			ec2ExactlyOne{"ami", "image"},
+			ec2ExactlyOne{"security_group_ids", "ssh_cidrs"},
+		},
+		Attributes: map[string]schema.Attribute{
+			"region": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Region, e.g. `us-east-2`. Default: the provider's `aws.region`, then `AWS_REGION`.",
+			},
+			"instance_type": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Instance type, e.g. `r8i.metal-96xl` or `m6i.metal`. Required.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"ami": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Image id to launch. Exactly one of `ami` and an `image` block is required.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(ec2AMIPattern, "must be an image id such as ami-0123456789abcdef0")},
+			},
+			"subnet_id": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Subnet to launch into. Default: the default VPC's subnet of the zone.",
+			},
+			"vpc_id": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "VPC of the temporary security group made for `ssh_cidrs` (set it with `subnet_id` outside the default VPC).",
+			},
+			"security_group_ids": schema.ListAttribute{
+				ElementType: types.StringType, Optional: true, PlanModifiers: replaceL,
+				MarkdownDescription: "Security groups for the instance. They must admit SSH from where Terraform runs. " +
+					"Exactly one of `security_group_ids` and `ssh_cidrs` is required.",
+				Validators: []validator.List{listvalidator.SizeAtLeast(1)},
+			},
+			"ssh_cidrs": schema.ListAttribute{
+				ElementType: types.StringType, Optional: true, PlanModifiers: replaceL,
+				MarkdownDescription: "CIDRs to admit SSH from, e.g. `[\"203.0.113.7/32\"]`: the provider creates a temporary " +
+					"security group for them and deletes it on destroy.",
+				Validators: []validator.List{listvalidator.SizeAtLeast(1),
+					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(ec2CIDRPattern, "must be an IPv4 CIDR such as 203.0.113.7/32"))},
+			},
+			"key_name": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Existing EC2 key pair to launch with; set `private_key` too. Without it the provider " +
+					"generates an ed25519 key pair, imports it and deletes it on destroy.",
+				Validators: []validator.String{stringvalidator.AlsoRequires(fwpath.MatchRelative().AtParent().AtName("private_key"))},
+			},
+			"private_key": schema.StringAttribute{
+				Optional: true, Sensitive: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Private key of `key_name` (PEM or OpenSSH), e.g. `file(\"~/.ssh/bench.pem\")`.",
+				Validators:          []validator.String{stringvalidator.AlsoRequires(fwpath.MatchRelative().AtParent().AtName("key_name"))},
+			},
+			"ssh_user": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2SSHUser), PlanModifiers: replaceS,
+				MarkdownDescription: "User to log in as. Default `root`: tuning and packages need root, so the image must " +
+					"admit root with the launch key (or pass a user with the same rights).",
+			},
+			"availability_zones": schema.ListAttribute{
+				ElementType: types.StringType, Optional: true, PlanModifiers: replaceL,
+				MarkdownDescription: "Zones to try in order when one lacks capacity for the type (e.g. " +
+					"`[\"us-east-2a\", \"us-east-2b\", \"us-east-2c\"]`). Default: EC2 chooses.",
+			},
+			"tags": schema.MapAttribute{
+				ElementType: types.StringType, Optional: true,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Extra tags for the instance and its volume. `managed-by`, `owner` and `expires-at` are always set by the provider.",
+			},
+			"owner": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Value of the `owner` tag. Default: the `USER` running Terraform.",
+			},
+			"max_lifetime": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("12h"), PlanModifiers: replaceS,
+				MarkdownDescription: "Dead-man switch: the instance powers itself off, and so terminates, this long after " +
+					"boot, whatever happens to Terraform. A Go duration, default `12h`.",
+				Validators: []validator.String{durationValidator{min: time.Minute}},
+			},
+			"hourly_price_usd": schema.Float64Attribute{
+				Optional: true, Computed: true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+				MarkdownDescription: "On-demand price per hour in USD, for cost estimates. Known for the runbook's types " +
+					"(`r8i.metal-96xl` 14.45, `m6i.metal` 4.61, ...); set it for other types or regions.",
+				Validators: []validator.Float64{float64validator.AtLeast(0)},
+			},
+			"poll_interval": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2PollInterval),
+				MarkdownDescription: "How often to check the instance's state while waiting for it to run or terminate. A Go duration, default `15s`.",
+				Validators:          []validator.String{durationValidator{min: time.Millisecond}},
+			},
+
+			"instance_id":                 computed("Instance id, recorded in state as soon as EC2 returns it."),
+			"image_id":                    computed("Image the instance was launched from (the newest match of `image`)."),
+			"availability_zone":           computed("Zone the instance runs in."),
+			"public_ip":                   computed("Public IPv4 address (empty without one)."),
+			"private_ip":                  computed("Private IPv4 address."),
+			"expires_at":                  computed("When the dead-man switch terminates the instance (RFC 3339), also its `expires-at` tag."),
+			"host_key":                    computed("SHA256 fingerprint of the instance's SSH host key, seen on first contact and pinned from then on."),
+			"generated_key_name":          computed("Name of the key pair the provider generated and imported, deleted on destroy."),
+			"temporary_security_group_id": computed("Security group the provider made for `ssh_cidrs`, deleted on destroy."),
+			"generated_private_key": schema.StringAttribute{
+				Computed: true, Sensitive: true, PlanModifiers: keepS,
+				MarkdownDescription: "Private key of the generated key pair (OpenSSH format).",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"image": schema.SingleNestedBlock{
+				MarkdownDescription: "Look the image up instead of giving `ami`: the newest available image whose name matches.",
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Validators:          []validator.Object{objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("name"))},
+				Attributes: map[string]schema.Attribute{
+					"name": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Name filter with EC2 wildcards, e.g. `debian-12-amd64-*`.",
+					},
+					"owners": schema.ListAttribute{
+						ElementType: types.StringType, Optional: true,
+						MarkdownDescription: "Owner account ids or aliases, e.g. `[\"136693071363\"]` (Debian) or `[\"amazon\"]`.",
+					},
+				},
+			},
+			"root_volume": schema.SingleNestedBlock{
+				MarkdownDescription: "Root EBS volume; unset fields keep the image's defaults. The runbook uses 2 TB gp3.",
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"size_gb": schema.Int64Attribute{Optional: true, MarkdownDescription: "Size in GiB, e.g. `2000`.",
+						Validators: []validator.Int64{int64validator.Between(1, 65536)}},
+					"type": schema.StringAttribute{Optional: true, MarkdownDescription: "Volume type, e.g. `gp3`.",
+						Validators: []validator.String{stringvalidator.OneOf("gp2", "gp3", "io1", "io2", "st1", "sc1", "standard")}},
+					"iops": schema.Int64Attribute{Optional: true, MarkdownDescription: "Provisioned IOPS (gp3, io1, io2).",
+						Validators: []validator.Int64{int64validator.Between(100, 256000)}},
+					"throughput": schema.Int64Attribute{Optional: true, MarkdownDescription: "Throughput in MiB/s (gp3).",
+						Validators: []validator.Int64{int64validator.Between(125, 2000)}},
+				},
+			},
+		},
+	}
+}
+
+// ec2Client builds the EC2 client of a host from the provider's aws block
+// and the block's region override.
+func ec2Client(ctx context.Context, data *providerData, region, poll string) (*ec2host.Client, error) {
+	if data == nil {
+		return nil, errors.New("the provider is not configured")
+	}
+	cfg := ec2host.Config{Region: data.aws.Region, Endpoint: data.aws.Endpoint, Profile: data.aws.Profile, Now: data.now}
+	if region != "" {
+		cfg.Region = region
+	}
+	if poll != "" {
+		d, err := time.ParseDuration(poll)
+		if err != nil {
+			return nil, fmt.Errorf("poll_interval %q: %w", poll, err)
+		}
+		cfg.PollInterval = d
+		if d < time.Second {
+			// A fast poll means a fast endpoint (a test server): keep the
+			// SDK's backoff from dwarfing the waits.
+			cfg.MaxBackoff = 10 * d
+		}
+	}
+	if len(data.aws.SharedConfigFiles) > 0 || len(data.aws.SharedCredentialsFiles) > 0 {
+		return nil, errors.New("shared_config_files and shared_credentials_files are not supported for EC2 hosts yet; " +
+			"use AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE or a profile")
+	}
+	return ec2host.New(ctx, cfg)
+}
+
+// ec2Create launches the instance, records it in state at once, waits for
+// it to run and accept SSH, and fills in e's computed fields. keep holds
+// root attributes (install_dir, timeouts) saved with the partial state, so
+// that a destroy after a failure finds everything. It reports whether the
+// create may continue with the shared path.
+func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.State, keep map[string]attr.Value, diags *diag.Diagnostics) bool {
+	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
+	if err != nil {
+		diags.AddAttributeError(fwpath.Root("ec2"), "EC2 Client Unavailable", fmt.Sprintf("Building the EC2 client failed: %v. "+
+			"Set the provider's aws.region (or the block's region) and AWS credentials.", err))
+		return false
+	}
+	e.nullComputed()
+	lifetime, _ := time.ParseDuration(e.MaxLifetime.ValueString())
+	price, known := ec2host.HourlyPriceUSD(e.InstanceType.ValueString(), e.HourlyPriceUSD.ValueFloat64())
+	if known {
+		e.HourlyPriceUSD = types.Float64Value(price)
+	} else {
+		e.HourlyPriceUSD = types.Float64Null()
+		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("hourly_price_usd"), "Unknown Instance Price",
+			fmt.Sprintf("The built-in price table does not know %s, so no cost is computed. Set hourly_price_usd to the on-demand price.", e.InstanceType.ValueString()))
+	}
+	token := ec2host.NewClientToken()
+	name := "pgbench-" + strings.TrimPrefix(token, "pgbench-")[:12]
+
+	// What exists before the launch is undone here if the launch fails:
+	// no instance means no state.
+	var undo []func(context.Context) error
+	cleanup := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		for i := len(undo) - 1; i >= 0; i-- {
+			if err := undo[i](cctx); err != nil {
+				diags.AddWarning("EC2 Clean-up Incomplete", fmt.Sprintf("%v. Delete it by hand.", err))
+			}
+		}
+	}
+	privateKey := e.PrivateKey.ValueString()
+	keyName := e.KeyName.ValueString()
+	if keyName == "" {
+		kp, err := ec2host.GenerateKeyPair()
+		if err != nil {
+			diags.AddError("Key Generation Failed", err.Error())
+			return false
+		}
+		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}); err != nil {
+			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
+			return false
+		}
+		undo = append(undo, func(ctx context.Context) error { return c.DeleteKeyPair(ctx, name) })
+		keyName, privateKey = name, string(kp.PrivateKeyPEM)
+		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
+	}
+	groups := ec2Strings(ctx, e.SecurityGroupIDs)
+	if cidrs := ec2Strings(ctx, e.SSHCIDRs); len(cidrs) > 0 {
+		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
+		if err != nil {
+			cleanup()
+			diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_cidrs"), "Security Group Creation Failed", fmt.Sprintf("%v. Set vpc_id outside the default VPC, or pass security_group_ids.", err))
+			return false
+		}
+		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
+		groups = []string{sg}
+		e.TemporarySecurityGroupID = types.StringValue(sg)
+	}
+
+	owner := e.Owner.ValueString()
+	if owner == "" {
+		owner = os.Getenv("USER")
+	}
+	spec := ec2host.Spec{
+		InstanceType: e.InstanceType.ValueString(), ImageID: e.AMI.ValueString(),
+		SubnetID: e.SubnetID.ValueString(), SecurityGroupIDs: groups, KeyName: keyName,
+		AvailabilityZones: ec2Strings(ctx, e.AvailabilityZones),
+		Name:              "pgbench", Owner: owner, MaxLifetime: lifetime, ClientToken: token,
+		Tags: map[string]string{},
+	}
+	if e.Image != nil {
+		spec.ImageName, spec.ImageOwners = e.Image.Name.ValueString(), ec2Strings(ctx, e.Image.Owners)
+	}
+	if rv := e.RootVolume; rv != nil {
+		spec.RootVolume = ec2host.RootVolume{SizeGB: int32(rv.SizeGB.ValueInt64()), Type: rv.Type.ValueString(),
+			IOPS: int32(rv.IOPS.ValueInt64()), Throughput: int32(rv.Throughput.ValueInt64())}
+	}
+	if !e.Tags.IsNull() && !e.Tags.IsUnknown() {
+		diags.Append(e.Tags.ElementsAs(ctx, &spec.Tags, false)...)
+	}
+	if n, ok := spec.Tags["Name"]; ok {
+		spec.Name = n
+	}
+	// record puts the instance into state: from here on an error leaves a
+	// tainted resource whose destroy terminates it.
+	record := func(id string) {
+		e.InstanceID = types.StringValue(id)
+		diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
+		for k, v := range keep {
+			diags.Append(state.SetAttribute(ctx, fwpath.Root(k), v)...)
+		}
+		diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
+		tflog.Info(ctx, "launched ec2 instance", map[string]any{"instance_id": id, "type": spec.InstanceType})
+	}
+	spec.OnLaunched = record
+	spec.OnZoneSkipped = func(zone string, err error) {
+		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("availability_zones"), "Availability Zone Skipped",
+			fmt.Sprintf("%s cannot launch %s now (%v); trying the next zone.", zone, spec.InstanceType, err))
+	}
+	in, err := c.Launch(ctx, spec)
+	if err != nil {
+		var le *ec2host.LaunchedError
+		var ce *ec2host.CapacityError
+		switch {
+		case errors.As(err, &le) && le.TerminateErr != nil:
+			// Recorded through OnLaunched: the destroy terminates it.
+			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. The instance is in state; `terraform destroy` terminates it.", err))
+			return false
+		case errors.As(err, &ce):
+			cleanup()
+			diags.AddAttributeError(fwpath.Root("ec2").AtName("availability_zones"), "No EC2 Capacity", err.Error()+".")
+			return false
+		case !e.InstanceID.IsNull():
+			// Created anyway and terminated by Launch: it stays in state
+			// (tainted) so that destroy waits for terminated before
+			// deleting the key pair and group it still holds.
+			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. Nothing is left running; the next apply or destroy finishes the clean-up.", err))
+			return false
+		default:
+			cleanup()
+			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. No instance was launched.", err))
+			return false
+		}
+	}
+	e.ImageID, e.AvailabilityZone = types.StringValue(in.ImageID), types.StringValue(in.Zone)
+	if !in.ExpiresAt.IsZero() {
+		e.ExpiresAt = types.StringValue(in.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
+
+	after := func(summary, detail string) bool {
+		diags.AddError(summary, detail+fmt.Sprintf(" Instance %s is in state and tainted: the next apply replaces it and `terraform destroy` terminates it "+
+			"(its dead-man switch also terminates it at %s).", in.ID, e.ExpiresAt.ValueString()))
+		return false
+	}
+	run, err := c.WaitRunning(ctx, in.ID)
+	if err != nil {
+		return after("EC2 Instance Not Running", fmt.Sprintf("%v.", err))
+	}
+	e.PublicIP, e.PrivateIP = types.StringValue(run.PublicIP), types.StringValue(run.PrivateIP)
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
+	tflog.Info(ctx, "ec2 instance running; waiting for ssh", map[string]any{"instance_id": in.ID, "address": run.Address()})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: e.SSHUser.ValueString(), PrivateKey: []byte(privateKey)})
+	if err != nil {
+		return after("EC2 Instance Unreachable", fmt.Sprintf("%v. Check that the security group admits SSH from here and that the image admits %s with the key.", err, e.SSHUser.ValueString()))
+	}
+	e.HostKey = types.StringValue(ex.HostKeyFingerprint())
+	ex.Close()
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
+	return !diags.HasError()
+}
+
+// ec2Read reports whether the instance still exists, refreshing its
+// addresses; a terminated one is dropped from state with a warning.
+func (r *hostResource) ec2Read(ctx context.Context, e *ec2Model, resp *resource.ReadResponse) bool {
+	id := e.InstanceID.ValueString()
+	if id == "" {
+		resp.State.RemoveResource(ctx)
+		return false
+	}
+	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("EC2 Client Unavailable", err.Error())
+		return false
+	}
+	in, err := c.Describe(ctx, id)
+	if err != nil {
+		resp.Diagnostics.AddError("EC2 Describe Failed", fmt.Sprintf("%v. Retry the refresh.", err))
+		return false
+	}
+	if in == nil {
+		detail := fmt.Sprintf("Instance %s was terminated outside Terraform (or by its dead-man switch); it is removed from state and the next apply launches a new one.", id)
+		// Nothing else would ever delete what was made for the instance.
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if sg := e.TemporarySecurityGroupID.ValueString(); sg != "" {
+			if err := c.DeleteSecurityGroup(cctx, sg); err != nil {
+				detail += fmt.Sprintf(" Its temporary security group could not be deleted (%v): delete it by hand.", err)
+			}
+		}
+		if k := e.GeneratedKeyName.ValueString(); k != "" {
+			if err := c.DeleteKeyPair(cctx, k); err != nil {
+				detail += fmt.Sprintf(" Its key pair could not be deleted (%v): delete it by hand.", err)
+			}
+		}
+		resp.Diagnostics.AddWarning("EC2 Instance Gone", detail)
+		resp.State.RemoveResource(ctx)
+		return false
+	}
+	if in.State == "shutting-down" || in.State == "stopping" || in.State == "stopped" {
+		// Still EC2's to finish: a destroy waits for terminated and then
+		// deletes the key pair and the group.
+		resp.Diagnostics.AddWarning("EC2 Instance Not Running", fmt.Sprintf("Instance %s is %s outside Terraform; destroy it, or refresh again once it is terminated to launch a new one.", id, in.State))
+		return false
+	}
+	e.PublicIP, e.PrivateIP = types.StringValue(in.PublicIP), types.StringValue(in.PrivateIP)
+	return true
+}
+
+// ec2Delete terminates the instance and waits for terminated, then deletes
+// the generated key pair and the temporary security group.
+func (r *hostResource) ec2Delete(ctx context.Context, e *ec2Model, diags *diag.Diagnostics) {
+	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
+	if err != nil {
+		diags.AddError("EC2 Client Unavailable", fmt.Sprintf("%v. The instance %s is NOT terminated yet; fix the provider configuration and destroy again.", err, e.InstanceID.ValueString()))
+		return
+	}
+	if id := e.InstanceID.ValueString(); id != "" {
+		tflog.Info(ctx, "terminating ec2 instance", map[string]any{"instance_id": id})
+		if err := c.Terminate(ctx, id); err != nil {
+			diags.AddError("EC2 Termination Failed", fmt.Sprintf("%v. Destroy again to keep waiting; the instance stays in state until EC2 reports it terminated.", err))
+			return
+		}
+	}
+	if sg := e.TemporarySecurityGroupID.ValueString(); sg != "" {
+		if err := c.DeleteSecurityGroup(ctx, sg); err != nil {
+			diags.AddError("Security Group Deletion Failed", fmt.Sprintf("The instance is terminated, but %v. Destroy again or delete the group by hand.", err))
+			return
+		}
+	}
+	if k := e.GeneratedKeyName.ValueString(); k != "" {
+		if err := c.DeleteKeyPair(ctx, k); err != nil {
+			diags.AddError("Key Pair Deletion Failed", fmt.Sprintf("The instance is terminated, but %v. Destroy again or delete the key pair by hand.", err))
+		}
+	}
+}
+
+// connection is how the other resources reach the instance: SSH to its
+// address, with the launch key and the host key seen on first contact.
+func (e *ec2Model) connection(installDir string, id types.String) connectionModel {
+	addr := e.PublicIP.ValueString()
+	if addr == "" {
+		addr = e.PrivateIP.ValueString()
+	}
+	key := e.PrivateKey
+	if key.IsNull() || key.ValueString() == "" {
+		key = e.GeneratedPrivateKey
+	}
+	return connectionModel{
+		Mode: types.StringValue("ssh"), Host: types.StringValue(addr), Port: types.Int64Value(22), User: e.SSHUser,
+		PrivateKey: key, HostKey: e.HostKey,
+		BastionHost: types.StringNull(), BastionPort: types.Int64Null(), BastionUser: types.StringNull(),
+		BastionPrivateKey: types.StringNull(), BastionHostKey: types.StringNull(),
+		RunnerPath: types.StringValue(path.Join(installDir, "pgbench-runner")), HostID: id,
+	}
+}
+
+// reachable reports whether state knows enough to SSH to the instance (a
+// create that failed while waiting does not).
+func (e *ec2Model) reachable() bool {
+	return e.HostKey.ValueString() != "" && (e.PublicIP.ValueString() != "" || e.PrivateIP.ValueString() != "")
+}
+
+// nullComputed replaces the plan's unknown computed values by nulls, so a
+// partial state can be saved before they are known.
+func (e *ec2Model) nullComputed() {
+	for _, s := range []*types.String{&e.InstanceID, &e.ImageID, &e.AvailabilityZone, &e.PublicIP, &e.PrivateIP,
+		&e.ExpiresAt, &e.HostKey, &e.GeneratedKeyName, &e.TemporarySecurityGroupID, &e.GeneratedPrivateKey} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	if e.HourlyPriceUSD.IsUnknown() {
+		e.HourlyPriceUSD = types.Float64Null()
+	}
+}
+
+func ec2Strings(ctx context.Context, l types.List) []string {
+	var out []string
+	if l.IsNull() || l.IsUnknown() {
+		return nil
+	}
+	l.ElementsAs(ctx, &out, false)
+	return out
+}
+
+// ec2ExactlyOne requires exactly one of two attributes of a present ec2
+// block (the framework's path validators also fire when the block is
+// absent, i.e. for ssh and local hosts).
+type ec2ExactlyOne struct{ a, b string }
+
+func (v ec2ExactlyOne) Description(context.Context) string {
+	return fmt.Sprintf("exactly one of %s and %s must be set", v.a, v.b)
+}
+func (v ec2ExactlyOne) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v ec2ExactlyOne) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	set := 0
+	for _, name := range []string{v.a, v.b} {
+		val, ok := req.ConfigValue.Attributes()[name]
+		if !ok {
+			continue
+		}
+		if val.IsUnknown() {
+			return
+		}
+		if !val.IsNull() {
+			set++
+		}
+	}
+	if set != 1 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid EC2 Host",
+			fmt.Sprintf("The ec2 block sets %d of %s and %s; set exactly one.", set, v.a, v.b))
+	}
+}
+
+// durationValidator checks a Go duration string.
+type durationValidator struct{ min time.Duration }
+
+func (v durationValidator) Description(context.Context) string {
+	return fmt.Sprintf("must be a Go duration such as 12h or 90m, at least %s", v.min)
+}
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v durationValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d < v.min {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
+			fmt.Sprintf("%q %s.", req.ConfigValue.ValueString(), v.Description(ctx)))
+	}
+}
+
+// ec2Model is the ec2 block of pgbench_host.
+type ec2Model struct {
+	Region            types.String        `tfsdk:"region"`
+	InstanceType      types.String        `tfsdk:"instance_type"`
+	AMI               types.String        `tfsdk:"ami"`
+	Image             *ec2ImageModel      `tfsdk:"image"`
+	SubnetID          types.String        `tfsdk:"subnet_id"`
+	VPCID             types.String        `tfsdk:"vpc_id"`
+	SecurityGroupIDs  types.List          `tfsdk:"security_group_ids"`
+	SSHCIDRs          types.List          `tfsdk:"ssh_cidrs"`
+	KeyName           types.String        `tfsdk:"key_name"`
+	PrivateKey        types.String        `tfsdk:"private_key"`
+	SSHUser           types.String        `tfsdk:"ssh_user"`
+	RootVolume        *ec2RootVolumeModel `tfsdk:"root_volume"`
+	AvailabilityZones types.List          `tfsdk:"availability_zones"`
+	Tags              types.Map           `tfsdk:"tags"`
+	Owner             types.String        `tfsdk:"owner"`
+	MaxLifetime       types.String        `tfsdk:"max_lifetime"`
+	HourlyPriceUSD    types.Float64       `tfsdk:"hourly_price_usd"`
+	PollInterval      types.String        `tfsdk:"poll_interval"`
+
+	InstanceID               types.String `tfsdk:"instance_id"`
+	ImageID                  types.String `tfsdk:"image_id"`
+	AvailabilityZone         types.String `tfsdk:"availability_zone"`
+	PublicIP                 types.String `tfsdk:"public_ip"`
+	PrivateIP                types.String `tfsdk:"private_ip"`
+	ExpiresAt                types.String `tfsdk:"expires_at"`
+	HostKey                  types.String `tfsdk:"host_key"`
+	GeneratedKeyName         types.String `tfsdk:"generated_key_name"`
+	GeneratedPrivateKey      types.String `tfsdk:"generated_private_key"`
+	TemporarySecurityGroupID types.String `tfsdk:"temporary_security_group_id"`
+}
+
+type ec2ImageModel struct {
+	Name   types.String `tfsdk:"name"`
+	Owners types.List   `tfsdk:"owners"`
+}
+
+type ec2RootVolumeModel struct {
+	SizeGB     types.Int64  `tfsdk:"size_gb"`
+	Type       types.String `tfsdk:"type"`
+	IOPS       types.Int64  `tfsdk:"iops"`
+	Throughput types.Int64  `tfsdk:"throughput"`
+}
+
+var (
+	ec2AMIPattern  = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
+	ec2CIDRPattern = regexp.MustCompile(`^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$`)
+)
+
+// ec2ReadHost is Read for an ec2 host. Only EC2 decides whether the host
+// exists: an instance that cannot be reached over SSH (or lost its runner)
+// keeps its state with a warning, so that a destroy, which refreshes first,
+// can always terminate it.
+func (r *hostResource) ec2ReadHost(ctx context.Context, m *hostModel, resp *resource.ReadResponse) {
+	if !r.ec2Read(ctx, m.EC2, resp) {
+		return
+	}
+	if m.EC2.reachable() {
+		if err := r.ec2Refresh(ctx, m); err != nil {
+			resp.Diagnostics.AddWarning("EC2 Host Facts Not Refreshed", fmt.Sprintf("Instance %s runs, but %v. "+
+				"Its facts are kept from the last refresh; `terraform destroy` still terminates it.", m.EC2.InstanceID.ValueString(), err))
+		}
+	}
+	if m.BootstrapInstalled.IsUnknown() {
+		m.BootstrapInstalled = types.ListNull(types.StringType)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+}
+
+func (r *hostResource) ec2Refresh(ctx context.Context, m *hostModel) error {
+	ex, err := m.connection().dial(ctx)
+	if err != nil {
+		return fmt.Errorf("ssh to it failed: %w", err)
+	}
+	defer ex.Close()
+	runner := path.Join(m.InstallDir.ValueString(), "pgbench-runner")
+	v, err := runnerbin.RunnerVersion(ctx, ex, runner)
+	if err != nil {
+		return fmt.Errorf("its runner does not answer (%w); `terraform apply -replace` re-creates the host", err)
+	}
+	return m.refresh(ctx, ex, runner, v)
+}
+
+// hostTimeoutsNull is the null timeouts block, for states built by hand.
+func hostTimeoutsNull() timeouts.Value {
+	return timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "delete": types.StringType})}
+}
+
+// hostContext bounds a create or delete by the timeouts block.
+func hostContext(ctx context.Context, m *hostModel, create bool, diags *diag.Diagnostics) (context.Context, context.CancelFunc) {
+	get := m.Timeouts.Delete
+	if create {
+		get = m.Timeouts.Create
+	}
+	d, ds := get(ctx, defaultHostTimeout)
+	diags.Append(ds...)
+	return context.WithTimeout(ctx, d)
+}
+
+// ec2CreateHost runs the EC2 part of Create; false means stop (the
+// diagnostics say why, and the state holds any launched instance).
+func (r *hostResource) ec2CreateHost(ctx context.Context, m *hostModel, resp *resource.CreateResponse) bool {
+	keep := map[string]attr.Value{"install_dir": m.InstallDir, "timeouts": m.Timeouts}
+	return r.ec2Create(ctx, m.EC2, &resp.State, keep, &resp.Diagnostics)
+}
+
+// abCostUSD is the cost of a campaign's wall time at an hourly price, for
+// pgbench_ab_benchmark's cost_usd; null without a price or a wall time.
+func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {
+	if hourly.IsNull() || hourly.IsUnknown() || wallSeconds.IsNull() || wallSeconds.IsUnknown() {
+		return types.Float64Null()
+	}
+	return types.Float64Value(ec2host.CostUSD(hourly.ValueFloat64(), time.Duration(wallSeconds.ValueFloat64()*float64(time.Second))))
+}
+
+// ec2RefuseImport refuses an instance id as import ID: an imported
+// instance would come without its key, and its destroy would terminate
+// an instance this configuration never launched.
+func ec2RefuseImport(id string, diags *diag.Diagnostics) bool {
+	if !ec2InstanceIDPattern.MatchString(id) {
+		return false
+	}
+	diags.AddError("EC2 Host Import Not Supported", fmt.Sprintf("%q is an EC2 instance id. pgbench_host cannot adopt an instance it did not launch; "+
+		"launch one with an ec2 block, or import the running instance as an ssh host (user@address:port).", id))
+	return true
+}
+
+var ec2InstanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
