@@ -402,24 +402,18 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	conn, err := connectionFromObject(ctx, plan.Connection)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root(abConnAttr), "Invalid Connection", err.Error())
-		return
-	}
 	args, err := abArgs(ctx, &plan)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid Campaign", err.Error())
 		return
 	}
-	key := abCampaignKey(args)
-	dir := abCampaignDir(conn.RunnerPath.ValueString(), key)
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connect to the benchmark host: %v.", err))
+	conn, ex, ok := dialHost(ctx, plan.Connection, "the A/B campaign", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	defer ex.Close()
+	key := abCampaignKey(args)
+	dir := abCampaignDir(conn.RunnerPath.ValueString(), key)
 
 	// State is saved only when the campaign finished. A failed or
 	// interrupted Create leaves nothing in state, so the next apply calls
@@ -514,14 +508,8 @@ func (r *abBenchmarkResource) Delete(ctx context.Context, req resource.DeleteReq
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := connectionFromObject(ctx, state.Connection)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root(abConnAttr), "Invalid Connection", err.Error())
-		return
-	}
-	ex, err := conn.dial(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connect to the benchmark host to remove the campaign's data directories: %v.", err))
+	conn, ex, ok := dialHost(ctx, state.Connection, "removing the campaign's data directories", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	defer ex.Close()
