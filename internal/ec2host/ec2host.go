@@ -126,18 +126,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("no aws region: set region or AWS_REGION")
 	}
-	c := ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-	})
-	return NewFromEC2(c, cfg), nil
-}
-
-// NewFromEC2 wraps an existing ec2.Client (the provider may build its own
-// from its aws block); only PollInterval, NotFoundGrace and Now of cfg are used.
-func NewFromEC2(c *ec2.Client, cfg Config) *Client {
-	cl := &Client{ec2: c, poll: cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now}
+	cl := &Client{
+		ec2: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
+			if cfg.Endpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.Endpoint)
+			}
+		}),
+		poll: cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now,
+	}
 	if cl.poll == 0 {
 		cl.poll = 15 * time.Second
 	}
@@ -147,11 +143,8 @@ func NewFromEC2(c *ec2.Client, cfg Config) *Client {
 	if cl.now == nil {
 		cl.now = time.Now
 	}
-	return cl
+	return cl, nil
 }
-
-// EC2 returns the underlying SDK client.
-func (c *Client) EC2() *ec2.Client { return c.ec2 }
 
 // errorCode returns the EC2 error code of err ("" if it has none).
 func errorCode(err error) string {

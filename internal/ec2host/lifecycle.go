@@ -192,11 +192,6 @@ func (c *Client) Sweep(ctx context.Context, now time.Time) ([]string, error) {
 	return expired, nil
 }
 
-// IsNotFound reports whether err is EC2's "no such instance".
-func IsNotFound(err error) bool {
-	return errorCode(err) == "InvalidInstanceID.NotFound"
-}
-
 var errNoImage = errors.New("no image matches")
 
 // roundWait rounds a waited duration for messages.

@@ -118,6 +118,11 @@ type returnResponse struct {
 	KeyPairID string `xml:"keyPairId,omitempty"`
 }
 
+// returned is the <return>true</return> answer to action.
+func returned(action, reqID string) returnResponse {
+	return returnResponse{XMLName: xml.Name{Local: action + "Response"}, Xmlns: xmlns, RequestID: reqID, Return: true}
+}
+
 type xImage struct {
 	ImageID            string `xml:"imageId"`
 	ImageLocation      string `xml:"imageLocation"`

@@ -1,0 +1,123 @@
+package ec2sim
+
+import (
+	"net/url"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Image is an AMI the simulated region offers.
+type Image struct {
+	ID, Name, OwnerID string
+	Created           time.Time
+	Architecture      string
+}
+
+// defaultImages are the AMIs of a region whose Options name none: two
+// Debian 12 releases, so "the most recent" filters have a choice to make.
+func defaultImages() []Image {
+	return []Image{
+		{ID: "ami-0d1e2b3c4a5f60718", Name: "debian-12-amd64-20240201-1644", OwnerID: "136693071363", Created: time.Date(2024, 2, 1, 17, 0, 0, 0, time.UTC), Architecture: "x86_64"},
+		{ID: "ami-0a9b8c7d6e5f40312", Name: "debian-12-amd64-20241104-1921", OwnerID: "136693071363", Created: time.Date(2024, 11, 4, 20, 0, 0, 0, time.UTC), Architecture: "x86_64"},
+	}
+}
+
+// Instance-type catalogue, a subset of EC2's with real figures.
+var instanceTypes = map[string]xInstanceType{}
+
+func init() {
+	for _, it := range []struct {
+		name   string
+		vcpus  int
+		memGiB int64
+		metal  bool
+	}{
+		{"r8i.metal-96xl", 384, 3072, true},
+		{"m6i.metal", 128, 512, true},
+		{"c7i.metal-48xl", 192, 384, true},
+		{"r7i.metal-48xl", 192, 1536, true},
+		{"m7i.2xlarge", 8, 32, false},
+		{"t3.micro", 2, 1, false},
+		{"t3.medium", 2, 4, false},
+		{"c6i.large", 2, 4, false},
+	} {
+		x := xInstanceType{InstanceType: it.name, CurrentGeneration: true, BareMetal: it.metal}
+		x.VCPUInfo.DefaultVCPUs = it.vcpus
+		x.VCPUInfo.DefaultCores = it.vcpus / 2
+		x.VCPUInfo.DefaultThreadsPerCore = 2
+		x.MemoryInfo.SizeInMiB = it.memGiB * 1024
+		instanceTypes[it.name] = x
+	}
+}
+
+func (s *Server) describeInstanceTypes(f url.Values, reqID string) (any, *apiError) {
+	names := list(f, "InstanceType")
+	resp := describeInstanceTypesResponse{Xmlns: xmlns, RequestID: reqID}
+	if len(names) == 0 {
+		for n := range instanceTypes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		it, ok := instanceTypes[n]
+		if !ok {
+			return nil, errf(400, "InvalidInstanceType", "The following supplied instance types do not exist: [%s]", n)
+		}
+		resp.Types = append(resp.Types, it)
+	}
+	return resp, nil
+}
+
+// describeImages answers DescribeImages: owners, ids and filters all
+// narrow the list.
+func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
+	owners := list(f, "Owner")
+	ids := list(f, "ImageId")
+	fs := filters(f)
+	resp := describeImagesResponse{Xmlns: xmlns, RequestID: reqID}
+	for _, im := range s.opts.Images {
+		if len(owners) > 0 && !matchAny(owners, im.OwnerID) && !(slices.Contains(owners, "self") && im.OwnerID == s.opts.OwnerID) {
+			continue
+		}
+		if len(ids) > 0 && !slices.Contains(ids, im.ID) {
+			continue
+		}
+		ok := true
+		for _, fl := range fs {
+			switch fl.name {
+			case "name":
+				ok = ok && matchAny(fl.values, im.Name)
+			case "architecture":
+				ok = ok && matchAny(fl.values, im.Architecture)
+			case "state":
+				ok = ok && matchAny(fl.values, "available")
+			case "owner-id":
+				ok = ok && matchAny(fl.values, im.OwnerID)
+			case "image-id":
+				ok = ok && matchAny(fl.values, im.ID)
+			default:
+				return nil, errf(400, "InvalidParameterValue", "The filter '%s' is invalid", fl.name)
+			}
+		}
+		if !ok {
+			continue
+		}
+		resp.Images = append(resp.Images, xImage{ImageID: im.ID, ImageLocation: im.OwnerID + "/" + im.Name,
+			ImageState: "available", ImageOwnerID: im.OwnerID, CreationDate: im.Created.UTC().Format("2006-01-02T15:04:05.000Z"),
+			IsPublic: true, Architecture: im.Architecture, ImageType: "machine", Name: im.Name,
+			RootDeviceType: "ebs", RootDeviceName: "/dev/xvda", VirtualizationType: "hvm", EnaSupport: true})
+	}
+	return resp, nil
+}
+
+// imageKnown reports whether the region offers the AMI id.
+func (s *Server) imageKnown(id string) bool {
+	for _, im := range s.opts.Images {
+		if im.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,535 @@
+package ec2sim
+
+import (
+	"encoding/base64"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// State names and codes as EC2 reports them.
+const (
+	Pending      = "pending"
+	Running      = "running"
+	ShuttingDown = "shutting-down"
+	Terminated   = "terminated"
+	Stopping     = "stopping"
+	Stopped      = "stopped"
+)
+
+var stateCodes = map[string]int{Pending: 0, Running: 16, ShuttingDown: 32, Terminated: 48, Stopping: 64, Stopped: 80}
+
+// xstate is a state as EC2 writes it, code and name.
+func xstate(name string) xState { return xState{Code: stateCodes[name], Name: name} }
+
+// instance is one launched instance; its fields are guarded by Server.mu.
+type instance struct {
+	id, reservation, imageID, typ, zone, keyName, subnet, token string
+	groups                                                      []string
+	state                                                       string
+	reason                                                      string
+	stateReason                                                 *xStateReason
+	launched                                                    time.Time
+	terminatedAt                                                time.Time
+	tags                                                        map[string]string
+	shutdownBehavior                                            string
+	host                                                        *testhost.Host
+	hostTB                                                      *hostTB
+	timers                                                      []*time.Timer
+	deadMan                                                     time.Duration
+}
+
+// InstanceInfo is the simulator's view of one instance, for assertions.
+type InstanceInfo struct {
+	ID, State, Zone, Type, KeyName string
+	Tags                           map[string]string
+	Host                           *testhost.Host // nil once torn down
+	Namespace                      string
+	DeadMan                        time.Duration
+	ShutdownBehavior               string
+}
+
+// Instances lists every instance ever launched, terminated ones included.
+func (s *Server) Instances() []InstanceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []InstanceInfo
+	for _, id := range s.order {
+		in := s.instances[id]
+		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
+			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.deadMan, ShutdownBehavior: in.shutdownBehavior}
+		if in.host != nil {
+			ii.Namespace = in.host.Namespace
+		}
+		out = append(out, ii)
+	}
+	return out
+}
+
+// LastRunInstances returns the form parameters of the last RunInstances.
+func (s *Server) LastRunInstances() url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastRunParams
+}
+
+// Instance returns one instance's view; ok is false for an unknown id.
+func (s *Server) Instance(id string) (InstanceInfo, bool) {
+	for _, ii := range s.Instances() {
+		if ii.ID == id {
+			return ii, true
+		}
+	}
+	return InstanceInfo{}, false
+}
+
+var deadManRE = regexp.MustCompile(`(?m)(?:--on-active=(\d+)s?\b|shutdown\s+-[hPH]\s+\+(\d+)\b)`)
+
+// parseDeadMan finds the power-off schedule in user data: a systemd-run
+// --on-active=SECONDS timer, else shutdown -P +MINUTES.
+func parseDeadMan(userData string) time.Duration {
+	m := deadManRE.FindStringSubmatch(userData)
+	if m == nil {
+		return 0
+	}
+	if m[1] != "" {
+		n, _ := strconv.Atoi(m[1])
+		return time.Duration(n) * time.Second
+	}
+	n, _ := strconv.Atoi(m[2])
+	return time.Duration(n) * time.Minute
+}
+
+func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
+	s.mu.Lock()
+	s.lastRunParams = f
+	failAfter := s.failAfterRun > 0
+	if failAfter {
+		s.failAfterRun--
+	}
+	token := f.Get("ClientToken")
+	if res, ok := s.tokens[token]; ok && token != "" {
+		// Idempotency: the same token answers with the same reservation
+		// and launches nothing.
+		out := s.reservationLocked(res)
+		s.mu.Unlock()
+		return runResponse(out, reqID, failAfter)
+	}
+	s.mu.Unlock()
+
+	image := f.Get("ImageId")
+	typ := f.Get("InstanceType")
+	if image == "" {
+		return nil, errf(400, "MissingParameter", "The request must contain the parameter ImageId")
+	}
+	if !s.imageKnown(image) {
+		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
+	}
+	if typ == "" {
+		typ = "m1.small"
+	}
+	if _, ok := instanceTypes[typ]; !ok {
+		return nil, errf(400, "InvalidParameterValue", "Invalid value '%s' for InstanceType.", typ)
+	}
+	if min, max := f.Get("MinCount"), f.Get("MaxCount"); min != "1" || max != "1" {
+		return nil, errf(400, "InvalidParameterValue", "this simulator launches exactly one instance (MinCount=%s MaxCount=%s)", min, max)
+	}
+	zone := f.Get("Placement.AvailabilityZone")
+	if zone == "" {
+		zone = s.opts.Zones[0]
+	}
+	if !slices.Contains(s.opts.Zones, zone) {
+		return nil, errf(400, "InvalidParameterValue", "Invalid availability zone: [%s]", zone)
+	}
+	keyName := f.Get("KeyName")
+	s.mu.Lock()
+	key, keyOK := s.keys[keyName]
+	capErr := s.capacity[zone]
+	unsup := s.unsupported[typ+"/"+zone]
+	var others []string
+	for _, z := range s.opts.Zones {
+		if z != zone && !s.unsupported[typ+"/"+z] {
+			others = append(others, z)
+		}
+	}
+	s.mu.Unlock()
+	if keyName != "" && !keyOK {
+		return nil, errf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", keyName)
+	}
+	if unsup {
+		return nil, errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", typ, zone, strings.Join(others, ", "))
+	}
+	if capErr {
+		return nil, errf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.", typ, zone, typ, strings.Join(s.opts.Zones, ", "))
+	}
+	groups := list(f, "SecurityGroupId")
+	s.mu.Lock()
+	for _, g := range groups {
+		if _, err := s.groupLocked(g); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	s.mu.Unlock()
+
+	userData := ""
+	if ud := f.Get("UserData"); ud != "" {
+		b, err := base64.StdEncoding.DecodeString(ud)
+		if err != nil {
+			return nil, errf(400, "InvalidParameterValue", "Invalid BASE64 encoding of user data.")
+		}
+		userData = string(b)
+	}
+	behavior := f.Get("InstanceInitiatedShutdownBehavior")
+	if behavior == "" {
+		behavior = "stop"
+	}
+	if behavior != "stop" && behavior != "terminate" {
+		return nil, errf(400, "InvalidParameterValue", "Value (%s) for parameter instanceInitiatedShutdownBehavior is invalid.", behavior)
+	}
+	tags := map[string]string{}
+	for i := 1; i <= count(f, "TagSpecification"); i++ {
+		p := "TagSpecification." + strconv.Itoa(i)
+		if rt := f.Get(p + ".ResourceType"); rt != "instance" {
+			continue
+		}
+		readTags(f, p+".Tag", tags)
+	}
+	in := &instance{
+		id: s.newID("i"), reservation: s.newID("r"), imageID: image, typ: typ, zone: zone,
+		keyName: keyName, subnet: f.Get("SubnetId"), token: token, groups: groups,
+		state: Pending, launched: time.Now().UTC(), tags: tags, shutdownBehavior: behavior,
+		deadMan: parseDeadMan(userData),
+	}
+	if in.subnet == "" {
+		in.subnet = "subnet-0sim" + zone[len(zone)-1:]
+	}
+
+	// The instance is a real host from the start: its address exists
+	// while it is pending, as an EC2 instance's private IP does.
+	s.mu.Lock()
+	noSSH := s.noSSH > 0
+	if noSSH {
+		s.noSSH--
+	}
+	s.mu.Unlock()
+	var hopts []testhost.Option
+	if noSSH {
+		hopts = append(hopts, testhost.WithoutSSHD())
+	} else if keyOK {
+		hopts = append(hopts, testhost.WithAuthorizedKey(key.line))
+	}
+	h, htb, err := newHost(s.t, hopts...)
+	if err != nil {
+		return nil, errf(500, "InternalError", "An internal error has occurred (test host: %v)", err)
+	}
+	in.host, in.hostTB = h, htb
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		htb.teardown()
+		return nil, errf(503, "Unavailable", "The service is unavailable.")
+	}
+	s.instances[in.id] = in
+	s.order = append(s.order, in.id)
+	if token != "" {
+		s.tokens[token] = in.reservation
+	}
+	if s.failBoot > 0 {
+		s.failBoot--
+		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.bootFailed(in.id) }))
+	} else {
+		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.transition(in.id, Pending, Running) }))
+	}
+	if in.deadMan > 0 {
+		in.timers = append(in.timers, time.AfterFunc(in.deadMan, func() { s.instanceShutdown(in.id) }))
+	}
+	out := s.reservationLocked(in.reservation)
+	s.mu.Unlock()
+	return runResponse(out, reqID, failAfter)
+}
+
+// runResponse answers a RunInstances with its reservation, or, when the
+// answer is to be lost (FailAfterCreate), with InternalError.
+func runResponse(out xReservation, reqID string, lost bool) (any, *apiError) {
+	if lost {
+		return nil, errf(500, "InternalError", "An internal error has occurred")
+	}
+	return runInstancesResponse{Xmlns: xmlns, RequestID: reqID, xReservation: out}, nil
+}
+
+// transition moves an instance from one state to the next if it is still
+// in from.
+func (s *Server) transition(id, from, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.instances[id]
+	if in == nil || in.state != from || s.closed {
+		return
+	}
+	in.state = to
+}
+
+// bootFailed ends a launch that fails on EC2's side (FailBoot).
+func (s *Server) bootFailed(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.instances[id]
+	if in == nil || in.state != Pending || s.closed {
+		return
+	}
+	in.stateReason = &xStateReason{Code: "Server.InternalError", Message: "Server.InternalError: Internal error on launch"}
+	s.beginTerminateLocked(in)
+}
+
+// instanceShutdown is the user data's power-off firing: the OS halts, and
+// EC2 applies InstanceInitiatedShutdownBehavior.
+func (s *Server) instanceShutdown(id string) {
+	s.mu.Lock()
+	in := s.instances[id]
+	if in == nil || (in.state != Running && in.state != Pending) || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	reason := &xStateReason{Code: "Client.InstanceInitiatedShutdown", Message: "Client.InstanceInitiatedShutdown: Instance initiated shutdown"}
+	in.stateReason = reason
+	in.reason = "User initiated (" + time.Now().UTC().Format("2006-01-02 15:04:05 MST") + ")"
+	if in.shutdownBehavior == "terminate" {
+		s.beginTerminateLocked(in)
+	} else {
+		in.state = Stopping
+		in.timers = append(in.timers, s.teardownAfter(in, s.opts.StoppingDelay, func() {
+			s.transition(id, Stopping, Stopped)
+		}))
+	}
+	s.mu.Unlock()
+}
+
+// beginTerminateLocked moves in to shutting-down and schedules the host's
+// teardown followed by terminated, so that a terminated instance's test
+// host is always gone.
+func (s *Server) beginTerminateLocked(in *instance) {
+	for _, tm := range in.timers {
+		tm.Stop()
+	}
+	delay := s.opts.ShuttingDownDelay
+	if s.slowTerm > 0 {
+		delay = s.slowTerm
+	}
+	wasStopped := in.state == Stopped
+	in.state = ShuttingDown
+	if in.stateReason == nil {
+		in.stateReason = &xStateReason{Code: "Client.UserInitiatedShutdown", Message: "Client.UserInitiatedShutdown: User initiated shutdown"}
+	}
+	if wasStopped {
+		delay = 0
+	}
+	in.timers = []*time.Timer{s.teardownAfter(in, delay, func() {
+		s.mu.Lock()
+		in.state = Terminated
+		in.terminatedAt = time.Now()
+		s.mu.Unlock()
+	})}
+}
+
+// teardownAfter tears in's test host down after d, then runs done; once
+// the server is closing it does neither (close tears the host down).
+func (s *Server) teardownAfter(in *instance, d time.Duration, done func()) *time.Timer {
+	return time.AfterFunc(d, func() {
+		if !s.enter() {
+			return
+		}
+		defer s.wg.Done()
+		in.hostTB.teardown()
+		done()
+	})
+}
+
+// enter registers a callback that is about to tear a host down, so close
+// waits for it; it reports false once the server is closing (close
+// then tears the host down itself).
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// visibleLocked reports whether DescribeInstances still lists in.
+func (s *Server) visibleLocked(in *instance) bool {
+	return in.state != Terminated || time.Since(in.terminatedAt) < s.opts.TerminatedVisibleFor
+}
+
+// xinstanceLocked renders in as DescribeInstances and RunInstances do.
+func (s *Server) xinstanceLocked(in *instance) xInstance {
+	x := xInstance{
+		InstanceID: in.id, ImageID: in.imageID, InstanceType: in.typ, KeyName: in.keyName,
+		State:       xstate(in.state),
+		LaunchTime:  in.launched.Format("2006-01-02T15:04:05.000Z"),
+		Placement:   xPlacement{AvailabilityZone: in.zone, Tenancy: "default"},
+		Reason:      in.reason,
+		StateReason: in.stateReason, Architecture: "x86_64", RootDeviceType: "ebs",
+		RootDeviceName: "/dev/xvda", VirtualizationType: "hvm", ClientToken: in.token,
+		TagSet: xtags(in.tags),
+	}
+	if in.state != Terminated {
+		x.SubnetID, x.VpcID = in.subnet, "vpc-0sim"
+		if in.host != nil {
+			x.PrivateIPAddress = in.host.Addr
+			x.PrivateDNSName = "ip-" + strings.ReplaceAll(in.host.Addr, ".", "-") + "." + s.opts.Region + ".compute.internal"
+			if in.state == Running {
+				// Running instances in a public subnet have a public
+				// address; here it is the same test-host address.
+				x.IPAddress = in.host.Addr
+			}
+		}
+		for _, g := range in.groups {
+			x.GroupSet = append(x.GroupSet, xGroup{GroupID: g, GroupName: s.groups[g].name})
+		}
+		x.BlockDeviceMapping = []xBlockDevice{{DeviceName: "/dev/xvda", Ebs: xEbs{
+			VolumeID: "vol-" + strings.TrimPrefix(in.id, "i-"), Status: "attached",
+			AttachTime: x.LaunchTime, DeleteOnTermination: true}}}
+	}
+	return x
+}
+
+// reservationLocked renders the reservation res with its instances.
+func (s *Server) reservationLocked(res string) xReservation {
+	out := xReservation{ReservationID: res, OwnerID: s.opts.OwnerID}
+	for _, id := range s.order {
+		in := s.instances[id]
+		if in.reservation == res {
+			out.Instances = append(out.Instances, s.xinstanceLocked(in))
+		}
+	}
+	return out
+}
+
+// instanceMatches reports whether in passes every filter of a
+// DescribeInstances.
+func (s *Server) instanceMatches(in *instance, fs []filter) bool {
+	for _, f := range fs {
+		var v string
+		switch {
+		case f.name == "instance-state-name":
+			v = in.state
+		case f.name == "instance-id":
+			v = in.id
+		case f.name == "instance-type":
+			v = in.typ
+		case f.name == "client-token":
+			v = in.token
+		case f.name == "availability-zone":
+			v = in.zone
+		case f.name == "key-name":
+			v = in.keyName
+		case f.name == "tag-key":
+			ok := false
+			for k := range in.tags {
+				ok = ok || matchAny(f.values, k)
+			}
+			if !ok {
+				return false
+			}
+			continue
+		case strings.HasPrefix(f.name, "tag:"):
+			tv, ok := in.tags[strings.TrimPrefix(f.name, "tag:")]
+			if !ok {
+				return false
+			}
+			v = tv
+		default:
+			// EC2 rejects unknown filter names; so does this server, so
+			// a typo in a filter fails loudly instead of matching all.
+			return false
+		}
+		if !matchAny(f.values, v) {
+			return false
+		}
+	}
+	return true
+}
+
+var knownInstanceFilters = map[string]bool{"instance-state-name": true, "instance-id": true, "instance-type": true,
+	"client-token": true, "availability-zone": true, "key-name": true, "tag-key": true}
+
+func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) {
+	ids := list(f, "InstanceId")
+	fs := filters(f)
+	for _, fl := range fs {
+		if !knownInstanceFilters[fl.name] && !strings.HasPrefix(fl.name, "tag:") {
+			return nil, errf(400, "InvalidParameterValue", "The filter '%s' is invalid", fl.name)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missing []string
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "i-") {
+			return nil, errf(400, "InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+		if in, ok := s.instances[id]; !ok || !s.visibleLocked(in) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, errf(400, "InvalidInstanceID.NotFound", "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	resp := describeInstancesResponse{Xmlns: xmlns, RequestID: reqID}
+	byRes := map[string]int{}
+	for _, id := range s.order {
+		in := s.instances[id]
+		if !s.visibleLocked(in) || (len(ids) > 0 && !want[id]) || !s.instanceMatches(in, fs) {
+			continue
+		}
+		i, ok := byRes[in.reservation]
+		if !ok {
+			i = len(resp.Reservations)
+			byRes[in.reservation] = i
+			resp.Reservations = append(resp.Reservations, xReservation{ReservationID: in.reservation, OwnerID: s.opts.OwnerID})
+		}
+		resp.Reservations[i].Instances = append(resp.Reservations[i].Instances, s.xinstanceLocked(in))
+	}
+	return resp, nil
+}
+
+func (s *Server) terminateInstances(f url.Values, reqID string) (any, *apiError) {
+	ids := list(f, "InstanceId")
+	if len(ids) == 0 {
+		return nil, errf(400, "MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if in, ok := s.instances[id]; !ok || !s.visibleLocked(in) {
+			return nil, errf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	resp := terminateInstancesResponse{Xmlns: xmlns, RequestID: reqID}
+	for _, id := range ids {
+		in := s.instances[id]
+		prev := in.state
+		switch in.state {
+		case Pending, Running, Stopping, Stopped:
+			in.stateReason = nil
+			s.beginTerminateLocked(in)
+		}
+		resp.Instances = append(resp.Instances, xStateChange{InstanceID: id,
+			CurrentState: xstate(in.state), PreviousState: xstate(prev)})
+	}
+	return resp, nil
+}
