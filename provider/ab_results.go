@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -197,13 +200,52 @@ func checkResults(res *report.Results) error {
 	return nil
 }
 
-// sortedKeys returns the keys of m in order, so command lines built from
-// maps are deterministic.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// abCostUSD is the cost of a campaign's wall time at an hourly price, for
+// cost_usd; null without a price or a wall time.
+func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {
+	if hourly.IsNull() || hourly.IsUnknown() || wallSeconds.IsNull() || wallSeconds.IsUnknown() {
+		return types.Float64Null()
 	}
-	sort.Strings(keys)
-	return keys
+	return types.Float64Value(ec2host.CostUSD(hourly.ValueFloat64(), time.Duration(wallSeconds.ValueFloat64()*float64(time.Second))))
+}
+
+// logABSummary logs one line per comparison when the campaign is done.
+func logABSummary(ctx context.Context, res *report.Results) {
+	for _, c := range res.Cells {
+		for _, cmp := range c.Comparisons {
+			tflog.Info(ctx, fmt.Sprintf("%d clients: %s vs %s: %+.2f%% (p=%.3f): %s", c.Clients, cmp.Candidate, cmp.Baseline, cmp.DeltaPct, cmp.PValue, cmp.Verdict),
+				map[string]any{"clients": c.Clients, "baseline": cmp.Baseline, "candidate": cmp.Candidate,
+					"median_baseline_tps": c.Variants[cmp.Baseline].MedianTPS, "median_candidate_tps": c.Variants[cmp.Candidate].MedianTPS})
+		}
+	}
+}
+
+// setResults fills the computed attributes from results.json.
+func (m *abBenchmarkModel) setResults(ctx context.Context, res *report.Results) diag.Diagnostics {
+	var d diag.Diagnostics
+	l, err := abResultsValue(ctx, res)
+	if err != nil {
+		d.AddError("Unreadable Campaign Results", err.Error())
+		return d
+	}
+	m.Results = l
+	m.StartedAt = types.StringValue(res.StartedAt.UTC().Format(time.RFC3339))
+	m.FinishedAt = types.StringValue(res.FinishedAt.UTC().Format(time.RFC3339))
+	m.WallSeconds = types.Float64Value(res.WallSeconds)
+	m.CostUSD = abCostUSD(m.HourlyPriceUSD, m.WallSeconds)
+	si, err := abSysinfoJSON(res)
+	if err != nil {
+		d.AddError("Unreadable Campaign Results", err.Error())
+		return d
+	}
+	m.Sysinfo = types.StringValue(si)
+	m.HugePagesObserved = abHugePagesObserved(res)
+	warnings := res.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	w, diags := types.ListValueFrom(ctx, types.StringType, warnings)
+	d.Append(diags...)
+	m.Warnings = w
+	return d
 }

@@ -1,12 +1,9 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -19,10 +16,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
-// connectionModel is the object pgbench_host exports as `connection` and the
-// other resources take as input. It carries everything needed to reach the
+// connectionModel is the object pgbench_host exports as `connection_info`
+// and the other resources take as `host_connection`. It carries everything needed to reach the
 // host again and to find the runner on it, so that pgbench_hugepage_pool,
 // pgbench_postgres_build and pgbench_ab_benchmark need no provider-side
 // lookup of the host resource.
@@ -86,7 +84,7 @@ var connectionDescriptions = map[string]string{
 // work on a host: required, sensitive, and taken whole from
 // `pgbench_host.<name>.connection_info`. A different connection means a
 // different host, so it forces replacement.
-func connectionInputAttribute(requiresReplace bool) schema.SingleNestedAttribute {
+func connectionInputAttribute() schema.SingleNestedAttribute {
 	attrs := map[string]schema.Attribute{}
 	for name, t := range connectionAttrTypes {
 		desc := connectionDescriptions[name]
@@ -97,22 +95,19 @@ func connectionInputAttribute(requiresReplace bool) schema.SingleNestedAttribute
 				Sensitive: name == "private_key" || name == "bastion_private_key"}
 		}
 	}
-	a := schema.SingleNestedAttribute{
+	return schema.SingleNestedAttribute{
 		Required:  true,
 		Sensitive: true,
 		MarkdownDescription: "How to reach the host and its runner: set this to `pgbench_host.<name>.connection_info`. " +
 			"Changing it replaces the resource.",
-		Attributes: attrs,
+		Attributes:    attrs,
+		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 	}
-	if requiresReplace {
-		a.PlanModifiers = requiresReplaceObject
-	}
-	return a
 }
 
-var requiresReplaceObject = []planmodifier.Object{objectplanmodifier.RequiresReplace()}
-
-// connectionOutputAttribute is pgbench_host's computed `connection`.
+// connectionOutputAttribute is pgbench_host's computed `connection_info`.
+// It cannot be called `connection`: Terraform reserves that name for
+// provisioner connection blocks in every resource.
 func connectionOutputAttribute() schema.SingleNestedAttribute {
 	attrs := map[string]schema.Attribute{}
 	for name, t := range connectionAttrTypes {
@@ -127,8 +122,8 @@ func connectionOutputAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
 		Computed:  true,
 		Sensitive: true,
-		MarkdownDescription: "Everything the other resources need to work on this host. Pass it whole: " +
-			"`host_connection = pgbench_host.<name>.connection_info`.",
+		MarkdownDescription: "Everything the other resources need to work on this host (sensitive: it holds the keys). " +
+			"Pass it whole to their `host_connection` argument: `host_connection = pgbench_host.<name>.connection_info`.",
 		Attributes: attrs,
 	}
 }
@@ -186,6 +181,11 @@ func (c connectionModel) dial(ctx context.Context) (remote.Executor, error) {
 	}
 }
 
+// runner is the client for the runner the connection names, over ex.
+func (c connectionModel) runner(ex remote.Executor) runnerclient.Client {
+	return runnerclient.New(ex, c.RunnerPath.ValueString())
+}
+
 // dialHost reads the host_connection object and connects to its host. On
 // failure it adds a diagnostic saying what the connection was for and
 // returns ok false. Close the executor when done.
@@ -202,56 +202,4 @@ func dialHost(ctx context.Context, obj types.Object, purpose string, diags *diag
 		return conn, nil, false
 	}
 	return conn, ex, true
-}
-
-// runnerError is a runner subcommand that failed and said why in its JSON
-// error document.
-type runnerError struct {
-	Args     []string
-	Kind     string // "usage", "unmet", "failed", "interrupted"
-	Message  string
-	ExitCode int
-}
-
-func (e *runnerError) Error() string {
-	return fmt.Sprintf("pgbench-runner %s: %s", strings.Join(e.Args, " "), e.Message)
-}
-
-// runRunner runs `pgbench-runner ARGS... --json` on the host and decodes its
-// JSON document into out (which may be nil). A failure the runner reported
-// becomes a *runnerError carrying its message; onStderr, when set, receives
-// each stderr line as it arrives (progress events).
-func runRunner(ctx context.Context, ex remote.Executor, runnerPath string, out any, onStderr func(string), args ...string) error {
-	return runRunnerCommand(ctx, ex, runnerPath, out, remote.Command{OnStderr: onStderr}, args...)
-}
-
-// runRunnerCommand is runRunner with the other fields of the command (such
-// as KillGrace) taken from cmd.
-func runRunnerCommand(ctx context.Context, ex remote.Executor, runnerPath string, out any, cmd remote.Command, args ...string) error {
-	argv := append([]string{runnerPath}, args...)
-	cmd.Args = append(argv, "--json")
-	res, err := ex.Run(ctx, cmd)
-	if err != nil {
-		var ee *remote.ExitError
-		if errors.As(err, &ee) {
-			var doc struct {
-				Error *struct {
-					Message string `json:"message"`
-					Kind    string `json:"kind"`
-				} `json:"error"`
-			}
-			if json.Unmarshal(bytes.TrimSpace(res.Stdout), &doc) == nil && doc.Error != nil {
-				return &runnerError{Args: args, Kind: doc.Error.Kind, Message: doc.Error.Message, ExitCode: ee.ExitCode}
-			}
-		}
-		return fmt.Errorf("run pgbench-runner %s on %s: %w", strings.Join(args, " "), ex, err)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(res.Stdout, out); err != nil {
-		return fmt.Errorf("pgbench-runner %s on %s printed output that is not its JSON document (%v): %.300s",
-			strings.Join(args, " "), ex, err, res.Stdout)
-	}
-	return nil
 }

@@ -48,10 +48,10 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			ProtoV6ProviderFactories: protoV6ProviderFactories,
 			ConfigDirectory:          config.StaticDirectory("../examples/numa-clock-sweep"),
 			ConfigVariables:          vars,
+			ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				abResultsChecks("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string))...),
 			Check: resource.ComposeTestCheckFunc(
 				ec2Only(sim, 1, nil),
-				abCheckResults("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
-				abCheckResults("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
 				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.hourly_price_usd", "14.45"),
 				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.availability_zone", "us-east-2a"),
 				func(s *terraform.State) error {

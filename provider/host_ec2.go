@@ -5,18 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -35,13 +32,14 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 // The ec2 mode of pgbench_host: the hooks in resource_host.go call
 // ec2Create before the shared bootstrap/tuning/runner path (which then
-// reaches the instance over SSH like any ssh host), ec2Read before the
-// refresh, and ec2Delete instead of the revert (a terminated instance
-// needs no revert).
+// reaches the instance over SSH like any ssh host), ec2Read instead of the
+// SSH refresh, and ec2Delete instead of the uninstall (a terminated
+// instance needs no revert).
 
 const (
 	defaultEC2PollInterval = "15s"
@@ -235,11 +233,12 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 }
 
 // ec2Create launches the instance, records it in state at once, waits for
-// it to run and accept SSH, and fills in e's computed fields. keep holds
-// root attributes (install_dir, timeouts) saved with the partial state, so
-// that a destroy after a failure finds everything. It reports whether the
-// create may continue with the shared path.
-func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.State, keep map[string]attr.Value, diags *diag.Diagnostics) bool {
+// it to run and accept SSH, and fills in the ec2 block's computed fields.
+// The partial state also holds install_dir and timeouts, so that a destroy
+// after a failure finds everything. It reports whether the create may
+// continue with the shared path; false means the diagnostics say why.
+func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk.State, diags *diag.Diagnostics) bool {
+	e := m.EC2
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
 		diags.AddAttributeError(fwpath.Root("ec2"), "EC2 Client Unavailable", fmt.Sprintf("Building the EC2 client failed: %v. "+
@@ -287,8 +286,8 @@ func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.
 		keyName, privateKey = name, string(kp.PrivateKeyPEM)
 		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
 	}
-	groups := ec2Strings(ctx, e.SecurityGroupIDs)
-	if cidrs := ec2Strings(ctx, e.SSHCIDRs); len(cidrs) > 0 {
+	groups := listStrings(ctx, e.SecurityGroupIDs)
+	if cidrs := listStrings(ctx, e.SSHCIDRs); len(cidrs) > 0 {
 		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
 		if err != nil {
 			cleanup()
@@ -307,12 +306,12 @@ func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.
 	spec := ec2host.Spec{
 		InstanceType: e.InstanceType.ValueString(), ImageID: e.AMI.ValueString(),
 		SubnetID: e.SubnetID.ValueString(), SecurityGroupIDs: groups, KeyName: keyName,
-		AvailabilityZones: ec2Strings(ctx, e.AvailabilityZones),
+		AvailabilityZones: listStrings(ctx, e.AvailabilityZones),
 		Name:              "pgbench", Owner: owner, MaxLifetime: lifetime, ClientToken: token,
 		Tags: map[string]string{},
 	}
 	if e.Image != nil {
-		spec.ImageName, spec.ImageOwners = e.Image.Name.ValueString(), ec2Strings(ctx, e.Image.Owners)
+		spec.ImageName, spec.ImageOwners = e.Image.Name.ValueString(), listStrings(ctx, e.Image.Owners)
 	}
 	if rv := e.RootVolume; rv != nil {
 		spec.RootVolume = ec2host.RootVolume{SizeGB: int32(rv.SizeGB.ValueInt64()), Type: rv.Type.ValueString(),
@@ -329,9 +328,8 @@ func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.
 	record := func(id string) {
 		e.InstanceID = types.StringValue(id)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
-		for k, v := range keep {
-			diags.Append(state.SetAttribute(ctx, fwpath.Root(k), v)...)
-		}
+		diags.Append(state.SetAttribute(ctx, fwpath.Root("install_dir"), m.InstallDir)...)
+		diags.Append(state.SetAttribute(ctx, fwpath.Root("timeouts"), m.Timeouts)...)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
 		tflog.Info(ctx, "launched ec2 instance", map[string]any{"instance_id": id, "type": spec.InstanceType})
 	}
@@ -393,23 +391,27 @@ func (r *hostResource) ec2Create(ctx context.Context, e *ec2Model, state *tfsdk.
 	return !diags.HasError()
 }
 
-// ec2Read reports whether the instance still exists, refreshing its
-// addresses; a terminated one is dropped from state with a warning.
-func (r *hostResource) ec2Read(ctx context.Context, e *ec2Model, resp *resource.ReadResponse) bool {
+// ec2Read is Read for an ec2 host. Only EC2 decides whether the host
+// exists: a terminated instance is dropped from state with a warning, but
+// one that cannot be reached over SSH (or lost its runner) keeps its state
+// with a warning, so that a destroy, which refreshes first, can always
+// terminate it.
+func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource.ReadResponse) {
+	e := m.EC2
 	id := e.InstanceID.ValueString()
 	if id == "" {
 		resp.State.RemoveResource(ctx)
-		return false
+		return
 	}
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("EC2 Client Unavailable", err.Error())
-		return false
+		return
 	}
 	in, err := c.Describe(ctx, id)
 	if err != nil {
 		resp.Diagnostics.AddError("EC2 Describe Failed", fmt.Sprintf("%v. Retry the refresh.", err))
-		return false
+		return
 	}
 	if in == nil {
 		detail := fmt.Sprintf("Instance %s was terminated outside Terraform (or by its dead-man switch); it is removed from state and the next apply launches a new one.", id)
@@ -428,16 +430,40 @@ func (r *hostResource) ec2Read(ctx context.Context, e *ec2Model, resp *resource.
 		}
 		resp.Diagnostics.AddWarning("EC2 Instance Gone", detail)
 		resp.State.RemoveResource(ctx)
-		return false
+		return
 	}
 	if in.State == "shutting-down" || in.State == "stopping" || in.State == "stopped" {
 		// Still EC2's to finish: a destroy waits for terminated and then
 		// deletes the key pair and the group.
 		resp.Diagnostics.AddWarning("EC2 Instance Not Running", fmt.Sprintf("Instance %s is %s outside Terraform; destroy it, or refresh again once it is terminated to launch a new one.", id, in.State))
-		return false
+		return
 	}
 	e.PublicIP, e.PrivateIP = types.StringValue(in.PublicIP), types.StringValue(in.PrivateIP)
-	return true
+	if e.reachable() {
+		if err := m.refreshOverSSH(ctx); err != nil {
+			resp.Diagnostics.AddWarning("EC2 Host Facts Not Refreshed", fmt.Sprintf("Instance %s runs, but %v. "+
+				"Its facts are kept from the last refresh; `terraform destroy` still terminates it.", id, err))
+		}
+	}
+	if m.BootstrapInstalled.IsUnknown() {
+		m.BootstrapInstalled = types.ListNull(types.StringType)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+}
+
+// refreshOverSSH reads the facts of a running instance from its runner.
+func (m *hostModel) refreshOverSSH(ctx context.Context) error {
+	ex, err := m.connection().dial(ctx)
+	if err != nil {
+		return fmt.Errorf("ssh to it failed: %w", err)
+	}
+	defer ex.Close()
+	runner := runnerclient.BinaryPath(m.InstallDir.ValueString())
+	v, err := runnerbin.RunnerVersion(ctx, ex, runner)
+	if err != nil {
+		return fmt.Errorf("its runner does not answer (%w); `terraform apply -replace` re-creates the host", err)
+	}
+	return m.refresh(ctx, ex, runner, v)
 }
 
 // ec2Delete terminates the instance and waits for terminated, then deletes
@@ -484,7 +510,7 @@ func (e *ec2Model) connection(installDir string, id types.String) connectionMode
 		PrivateKey: key, HostKey: e.HostKey,
 		BastionHost: types.StringNull(), BastionPort: types.Int64Null(), BastionUser: types.StringNull(),
 		BastionPrivateKey: types.StringNull(), BastionHostKey: types.StringNull(),
-		RunnerPath: types.StringValue(path.Join(installDir, "pgbench-runner")), HostID: id,
+		RunnerPath: types.StringValue(runnerclient.BinaryPath(installDir)), HostID: id,
 	}
 }
 
@@ -506,15 +532,6 @@ func (e *ec2Model) nullComputed() {
 	if e.HourlyPriceUSD.IsUnknown() {
 		e.HourlyPriceUSD = types.Float64Null()
 	}
-}
-
-func ec2Strings(ctx context.Context, l types.List) []string {
-	var out []string
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	l.ElementsAs(ctx, &out, false)
-	return out
 }
 
 // ec2ExactlyOne requires exactly one of two attributes of a present ec2
@@ -546,24 +563,6 @@ func (v ec2ExactlyOne) ValidateObject(ctx context.Context, req validator.ObjectR
 	if set != 1 {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid EC2 Host",
 			fmt.Sprintf("The ec2 block sets %d of %s and %s; set exactly one.", set, v.a, v.b))
-	}
-}
-
-// durationValidator checks a Go duration string.
-type durationValidator struct{ min time.Duration }
-
-func (v durationValidator) Description(context.Context) string {
-	return fmt.Sprintf("must be a Go duration such as 12h or 90m, at least %s", v.min)
-}
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v durationValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	if err != nil || d < v.min {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
-			fmt.Sprintf("%q %s.", req.ConfigValue.ValueString(), v.Description(ctx)))
 	}
 }
 
@@ -616,72 +615,6 @@ var (
 	ec2AMIPattern  = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
 	ec2CIDRPattern = regexp.MustCompile(`^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$`)
 )
-
-// ec2ReadHost is Read for an ec2 host. Only EC2 decides whether the host
-// exists: an instance that cannot be reached over SSH (or lost its runner)
-// keeps its state with a warning, so that a destroy, which refreshes first,
-// can always terminate it.
-func (r *hostResource) ec2ReadHost(ctx context.Context, m *hostModel, resp *resource.ReadResponse) {
-	if !r.ec2Read(ctx, m.EC2, resp) {
-		return
-	}
-	if m.EC2.reachable() {
-		if err := r.ec2Refresh(ctx, m); err != nil {
-			resp.Diagnostics.AddWarning("EC2 Host Facts Not Refreshed", fmt.Sprintf("Instance %s runs, but %v. "+
-				"Its facts are kept from the last refresh; `terraform destroy` still terminates it.", m.EC2.InstanceID.ValueString(), err))
-		}
-	}
-	if m.BootstrapInstalled.IsUnknown() {
-		m.BootstrapInstalled = types.ListNull(types.StringType)
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
-}
-
-func (r *hostResource) ec2Refresh(ctx context.Context, m *hostModel) error {
-	ex, err := m.connection().dial(ctx)
-	if err != nil {
-		return fmt.Errorf("ssh to it failed: %w", err)
-	}
-	defer ex.Close()
-	runner := path.Join(m.InstallDir.ValueString(), "pgbench-runner")
-	v, err := runnerbin.RunnerVersion(ctx, ex, runner)
-	if err != nil {
-		return fmt.Errorf("its runner does not answer (%w); `terraform apply -replace` re-creates the host", err)
-	}
-	return m.refresh(ctx, ex, runner, v)
-}
-
-// hostTimeoutsNull is the null timeouts block, for states built by hand.
-func hostTimeoutsNull() timeouts.Value {
-	return timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "delete": types.StringType})}
-}
-
-// hostContext bounds a create or delete by the timeouts block.
-func hostContext(ctx context.Context, m *hostModel, create bool, diags *diag.Diagnostics) (context.Context, context.CancelFunc) {
-	get := m.Timeouts.Delete
-	if create {
-		get = m.Timeouts.Create
-	}
-	d, ds := get(ctx, defaultHostTimeout)
-	diags.Append(ds...)
-	return context.WithTimeout(ctx, d)
-}
-
-// ec2CreateHost runs the EC2 part of Create; false means stop (the
-// diagnostics say why, and the state holds any launched instance).
-func (r *hostResource) ec2CreateHost(ctx context.Context, m *hostModel, resp *resource.CreateResponse) bool {
-	keep := map[string]attr.Value{"install_dir": m.InstallDir, "timeouts": m.Timeouts}
-	return r.ec2Create(ctx, m.EC2, &resp.State, keep, &resp.Diagnostics)
-}
-
-// abCostUSD is the cost of a campaign's wall time at an hourly price, for
-// pgbench_ab_benchmark's cost_usd; null without a price or a wall time.
-func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {
-	if hourly.IsNull() || hourly.IsUnknown() || wallSeconds.IsNull() || wallSeconds.IsUnknown() {
-		return types.Float64Null()
-	}
-	return types.Float64Value(ec2host.CostUSD(hourly.ValueFloat64(), time.Duration(wallSeconds.ValueFloat64()*float64(time.Second))))
-}
 
 // ec2RefuseImport refuses an instance id as import ID: an imported
 // instance would come without its key, and its destroy would terminate

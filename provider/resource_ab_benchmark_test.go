@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	posixpath "path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,12 +19,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflogtest"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -67,12 +74,12 @@ func TestABBenchmarkValidation(t *testing.T) {
 		workload string
 		want     string
 	}{
-		{"no variants", "", abWorkload, `(?s)No Variants.*at least two variant blocks`},
+		{"no variants", "", abWorkload, abErr("No Variants", "variant: no variants: an A/B campaign needs two or more")},
 		{"one variant", `
   variant {
     name    = "only"
     bin_dir = "/usr/lib/postgresql/15/bin"
-  }`, abWorkload, `(?s)Only One Variant.*found one \(only\)`},
+  }`, abWorkload, abErr("Only One Variant", "variant: only one variant (only)")},
 		{"duplicate names", `
   variant {
     name    = "a"
@@ -81,7 +88,7 @@ func TestABBenchmarkValidation(t *testing.T) {
   variant {
     name    = "a"
     bin_dir = "/usr/lib/postgresql/15/bin"
-  }`, abWorkload, `(?s)Duplicate Variant Name.*"a" is used by variant 0 and variant 1`},
+  }`, abWorkload, abErr("Duplicate Variant Name", `variant[1].name: variant name "a" is used twice (variants 0 and 1)`)},
 		{"bad variant name", `
   variant {
     name    = "has space"
@@ -111,21 +118,22 @@ func TestABBenchmarkValidation(t *testing.T) {
     name    = "b"
     bin_dir = "/x"
   }`, abWorkload, `Huge Pages In Settings`},
-		{"setting with a comma", `
+		{"no workload", abTwoVariants, "", `(?s)Missing Workload.*workload block is required`},
+		{"variant name too long", `
   variant {
-    name     = "a"
-    bin_dir  = "/x"
-    settings = { search_path = "a,b" }
+    name    = "` + strings.Repeat("n", 64) + `"
+    bin_dir = "/x"
   }
   variant {
     name    = "b"
     bin_dir = "/x"
-  }`, abWorkload, `(?s)Invalid Variant Setting.*search_path`},
-		{"no workload", abTwoVariants, "", `(?s)Missing Workload.*workload block is required`},
+  }`, abWorkload, abErr("Invalid Variant Name", "variant[0].name: variant name \""+strings.Repeat("n", 64)+"\" is 64 characters long; the limit is 63")},
+		{"bad alpha", abTwoVariants + `
+  alpha = 0.7`, abWorkload, abErr("Invalid Alpha", "alpha: 0.7 must be more than 0 and at most 0.5")},
 		{"empty clients", abTwoVariants, `
   workload {
     clients = []
-  }`, `(?s)No Client Counts.*clients is empty`},
+  }`, abErr("No Client Counts", "workload.clients: no client counts")},
 		{"missing clients", abTwoVariants, `
   workload {
     mode = "tpcb"
@@ -133,21 +141,21 @@ func TestABBenchmarkValidation(t *testing.T) {
 		{"zero clients", abTwoVariants, `
   workload {
     clients = [1, 0]
-  }`, `(?s)Invalid Client Count.*clients\[1\] is 0`},
+  }`, abErr("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")},
 		{"negative clients", abTwoVariants, `
   workload {
     clients = [-4]
-  }`, `(?s)Invalid Client Count.*clients\[0\] is -4`},
+  }`, abErr("Invalid Client Count", "workload.clients[0]: client count -4 must be at least 1")},
 		{"iterations 0", abTwoVariants, `
   workload {
     clients    = [1]
     iterations = 0
-  }`, `(?s)Invalid Iterations.*iterations is 0`},
+  }`, abErr("Invalid Iterations", "workload.iterations: 0 must be at least 1")},
 		{"unknown mode", abTwoVariants, `
   workload {
     clients = [1]
     mode    = "read-write"
-  }`, `(?s)Unknown Workload Mode.*"read-write"; want select-only, tpcb, simple-update or custom`},
+  }`, abErr("Unknown Workload Mode", `workload.mode: unknown pgbench mode "read-write": want one of select-only, tpcb, simple-update, custom`)},
 		{"custom without script", abTwoVariants, `
   workload {
     clients = [1]
@@ -162,7 +170,7 @@ func TestABBenchmarkValidation(t *testing.T) {
   workload {
     clients  = [1]
     duration = "0s"
-  }`, `(?s)Invalid Duration.*it must be more than zero`},
+  }`, abErr("Invalid Duration", "workload.duration: 0s must be positive")},
 		{"fractional duration", abTwoVariants, `
   workload {
     clients  = [1]
@@ -182,11 +190,11 @@ func TestABBenchmarkValidation(t *testing.T) {
   workload {
     clients  = [1]
     protocol = "binary"
-  }`, `value must be one of`},
+  }`, abErr("Invalid Protocol", `workload.protocol: unknown pgbench protocol "binary"`)},
 		{"duplicate client counts", abTwoVariants, `
   workload {
     clients = [1, 16, 1]
-  }`, `(?s)Duplicate Client Count.*clients\[0\] and clients\[2\] are both 1`},
+  }`, abErr("Duplicate Client Count", "workload.clients[2]: client count 1 is given twice")},
 		{"script without custom mode", abTwoVariants, `
   workload {
     clients = [1]
@@ -194,18 +202,9 @@ func TestABBenchmarkValidation(t *testing.T) {
     script  = "/tmp/x.sql"
   }`, `(?s)Script Without Custom Mode.*mode is "tpcb"`},
 		{"bad server numa", abTwoVariants + `
-  server_numa = "cpunodebind"`, abWorkload, `(?s)Invalid NUMA Pinning.*server_numa is "cpunodebind"`},
+  server_numa = "cpunodebind"`, abWorkload, abErr("Invalid NUMA Pinning", `server_numa: cpunodebind needs a node or cpu list, e.g. cpunodebind=0, in "cpunodebind"`)},
 		{"seed without randomized order", abTwoVariants + `
   seed = 7`, abWorkload, `(?s)Seed Without Randomized Order`},
-		{"bin dir with a comma", `
-  variant {
-    name    = "a"
-    bin_dir = "/opt/pg,huge_pages=on"
-  }
-  variant {
-    name    = "b"
-    bin_dir = "/x"
-  }`, abWorkload, `(?s)Invalid Bin Dir.*"/opt/pg,huge_pages=on"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,13 +220,35 @@ func TestABBenchmarkValidation(t *testing.T) {
 	}
 }
 
+// abErr is the pattern of a plan-time error: its summary, then its detail,
+// which Terraform may wrap at any space.
+func abErr(summary, detail string) string {
+	words := strings.Fields(detail)
+	for i, w := range words {
+		words[i] = regexp.QuoteMeta(w)
+	}
+	return `(?s)` + regexp.QuoteMeta(summary) + `.*` + strings.Join(words, `\s+`)
+}
+
 // TestABBenchmarkValidationAccepts checks that a complete, valid
 // configuration plans (and so that the cases above fail for their reason).
+// Values with ',' ';' '=' and quotes in settings and bin dirs used to be
+// refused because they could not cross to the runner; they plan now, and
+// TestAccABBenchmarkLocal finds one in the server's configuration.
 func TestABBenchmarkValidationAccepts(t *testing.T) {
 	tfresource.UnitTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []tfresource.TestStep{{
-			Config: abTestConfig(abTwoVariants, `
+			Config: abTestConfig(`
+  variant {
+    name     = "small"
+    bin_dir  = "/opt/pg,huge_pages=on/bin"
+    settings = { search_path = "a,b;c=d 'q'" }
+  }
+  variant {
+    name    = "big"
+    bin_dir = "/usr/lib/postgresql/15/bin"
+  }`, `
   workload {
     mode       = "select-only"
     clients    = [1, 2]
@@ -241,6 +262,54 @@ func TestABBenchmarkValidationAccepts(t *testing.T) {
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
 		}},
+	})
+}
+
+// TestABBenchmarkValidationUnknown plans with values only known at apply:
+// the checks that need them wait, the others still run.
+func TestABBenchmarkValidationUnknown(t *testing.T) {
+	unknown := `
+resource "terraform_data" "later" {
+  input = "custom"
+}
+`
+	variants := `
+  variant {
+    name    = terraform_data.later.output
+    bin_dir = terraform_data.later.output
+  }
+  variant {
+    name    = terraform_data.later.output
+    bin_dir = "/x"
+  }`
+	tfresource.UnitTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []tfresource.TestStep{
+			{
+				// Unknown names cannot be duplicates yet, an unknown mode may
+				// be custom, an unknown seed may come with a randomized order.
+				Config: unknown + abTestConfig(variants+`
+  order = terraform_data.later.output
+  seed  = 7`, `
+  workload {
+    clients  = [1]
+    mode     = terraform_data.later.output
+    script   = "/tmp/x.sql"
+    duration = terraform_data.later.output
+  }`),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: unknown + abTestConfig(variants, `
+  workload {
+    clients = [1, 0]
+    mode    = terraform_data.later.output
+  }`),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(abErr("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")),
+			},
+		},
 	})
 }
 
@@ -288,57 +357,116 @@ func abTestModel(t *testing.T, order string, seed *int64) *abBenchmarkModel {
 	return m
 }
 
-func TestABBenchmarkArgs(t *testing.T) {
+// TestABBenchmarkCommand asserts the runner command line the provider
+// builds for a model, without running it: every field of the definition
+// explicitly, in the campaign directory its key names.
+func TestABBenchmarkCommand(t *testing.T) {
 	ctx := context.Background()
-	got, err := abArgs(ctx, abTestModel(t, "", nil))
-	if err != nil {
-		t.Fatal(err)
+	command := func(m *abBenchmarkModel) []string {
+		t.Helper()
+		c, err := abCampaign(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abCommand(c, "/tmp/x")
 	}
+	got := command(abTestModel(t, "", nil))
 	want := []string{
-		"--variant", "name=small,bin=/usr/lib/postgresql/15/bin,set=effective_cache_size=64MB;shared_buffers=16MB,huge_pages=off",
-		"--variant", "name=big,bin=/opt/pg/bin",
-		"--set", "fsync=off", "--set", "max_connections=200",
-		"--mode", "tpcb", "--scale", "5", "--clients", "1,16", "--duration", "3s", "--iterations", "2",
-		"--warmup", "1s", "--checkpoint-before", "--server-numa", "cpunodebind=0", "--alpha", "0.01",
+		"ab", "--out=/tmp/x/campaigns/KEY",
+		"--variant=name=small,bin=/usr/lib/postgresql/15/bin,huge_pages=off",
+		"--variant=name=big,bin=/opt/pg/bin,huge_pages=try",
+		"--variant-set=small:effective_cache_size=64MB", "--variant-set=small:shared_buffers=16MB",
+		"--set=fsync=off", "--set=max_connections=200",
+		"--mode=tpcb", "--script=", "--scale=5", "--clients=1,16", "--threads=auto", "--duration=3s", "--iterations=2",
+		"--protocol=simple", "--warmup=1s", "--checkpoint-before=true", "--restart=never", "--order=alternate",
+		"--server-numa=cpunodebind=0", "--client-numa=", "--alpha=0.01", "--clone=false", "--progress-json",
 	}
+	want[1] = strings.Replace(want[1], "KEY", abKeyOf(t, got), 1)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("abArgs =\n%q\nwant\n%q", got, want)
+		t.Fatalf("command =\n%q\nwant\n%q", got, want)
+	}
+	// The key is part of the contract with campaigns already on hosts: a
+	// retried apply must find the same directory.
+	if key := abKeyOf(t, got); key != "3b6795d57bd4e1a1" {
+		t.Errorf("campaign key = %s, want 3b6795d57bd4e1a1", key)
 	}
 
 	// The same configuration gives the same campaign directory (resume);
 	// a different one does not.
-	again, _ := abArgs(ctx, abTestModel(t, "", nil))
-	if a, b := abCampaignKey(got), abCampaignKey(again); a != b {
-		t.Fatalf("campaign key of the same config = %s and %s, want equal", a, b)
+	if again := command(abTestModel(t, "", nil)); flagValue(again, "--out") != flagValue(got, "--out") {
+		t.Fatalf("campaign directories of the same config = %s and %s, want equal", flagValue(got, "--out"), flagValue(again, "--out"))
 	}
-	rnd, _ := abArgs(ctx, abTestModel(t, "randomized", nil))
-	if abCampaignKey(rnd) == abCampaignKey(got) {
-		t.Fatalf("campaign key did not change with order")
-	}
-	if dir, want := abCampaignDir("/tmp/x/pgbench-runner", "0123456789abcdef"), "/tmp/x/campaigns/0123456789abcdef"; dir != want {
-		t.Fatalf("abCampaignDir = %s, want %s", dir, want)
+	rnd := command(abTestModel(t, "randomized", nil))
+	if flagValue(rnd, "--out") == flagValue(got, "--out") {
+		t.Fatalf("campaign directory did not change with order")
 	}
 
 	// randomized without a seed: a seed derived from the definition, the
 	// same each time, so a retried apply resumes the same order.
-	rnd2, _ := abArgs(ctx, abTestModel(t, "randomized", nil))
+	rnd2 := command(abTestModel(t, "randomized", nil))
 	if s1, s2 := flagValue(rnd, "--seed"), flagValue(rnd2, "--seed"); s1 == "" || s1 != s2 {
 		t.Fatalf("derived seeds = %q and %q, want equal and set", s1, s2)
 	}
 	seed := int64(42)
-	withSeed, _ := abArgs(ctx, abTestModel(t, "randomized", &seed))
-	if s := flagValue(withSeed, "--seed"); s != "42" {
+	if s := flagValue(command(abTestModel(t, "randomized", &seed)), "--seed"); s != "42" {
 		t.Fatalf("--seed = %q, want 42", s)
 	}
 	if s := flagValue(got, "--seed"); s != "" {
 		t.Fatalf("--seed with order alternate = %q, want none", s)
 	}
+
+	// What the provider sends is what the runner decodes.
+	dec, err := campaign.Decode(got[1 : len(got)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := dec.Variants[0].Settings["shared_buffers"]; s != "16MB" || dec.Scale != 5 || dec.Alpha != 0.01 {
+		t.Errorf("decoded = %+v, want the model's values", dec)
+	}
 }
 
+// abKeyOf is the campaign key in a command line's --out.
+func abKeyOf(t *testing.T, args []string) string {
+	t.Helper()
+	return posixpath.Base(flagValue(args, "--out"))
+}
+
+// TestABBenchmarkOddValues checks that values no earlier encoding could
+// carry (',' ';' '=' quotes, unicode) reach the runner's decoder unchanged.
+func TestABBenchmarkOddValues(t *testing.T) {
+	m := abTestModel(t, "", nil)
+	const odd = `"$user", public; a=b 'q' ünï`
+	vs := []abVariantModel{
+		{Name: types.StringValue("a"), BinDir: types.StringValue("/opt/pg,huge_pages=on/bin"), Settings: mustMap(t, map[string]string{"search_path": odd}), HugePages: types.StringNull()},
+		{Name: types.StringValue(strings.Repeat("b", campaign.MaxVariantName)), BinDir: types.StringValue("/x"), Settings: types.MapNull(types.StringType), HugePages: types.StringNull()},
+	}
+	vl, d := types.ListValueFrom(context.Background(), types.ObjectType{AttrTypes: abVariantAttrTypes}, vs)
+	if d.HasError() {
+		t.Fatal(d)
+	}
+	m.Variants = vl
+	c, err := abCampaign(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := abCommand(c, "/tmp/x")
+	dec, err := campaign.Decode(args[1 : len(args)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dec.Variants[0]; got.Settings["search_path"] != odd || got.BinDir != "/opt/pg,huge_pages=on/bin" {
+		t.Errorf("decoded variant = %+v, want search_path %q and the bin dir with its comma", got, odd)
+	}
+	if got := dec.Variants[1].Name; got != strings.Repeat("b", campaign.MaxVariantName) {
+		t.Errorf("decoded name = %q, want the %d-character name", got, campaign.MaxVariantName)
+	}
+}
+
+// flagValue is the value of --flag=value in args, "" when it is not there.
 func flagValue(args []string, flag string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag {
-			return args[i+1]
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
 		}
 	}
 	return ""
@@ -435,15 +563,24 @@ func TestABBenchmarkProgress(t *testing.T) {
 	var buf bytes.Buffer
 	ctx := tflogtest.RootLogger(context.Background(), &buf)
 	p := &abProgress{ctx: ctx}
-	for _, l := range []string{
+	// A stand-in runner prints the progress lines on stderr, as the real
+	// one does with --progress-json, and the runner client decodes them.
+	runner := filepath.Join(t.TempDir(), "pgbench-runner")
+	script := "#!/bin/sh\ncat >&2 <<'EOF'\n" + strings.Join([]string{
 		`{"event":"phase","message":"initdb small"}`,
 		`{"event":"run_start","seq":1,"total":4,"variant":"small","clients":1,"iteration":1}`,
 		`{"event":"run_done","seq":1,"total":4,"variant":"small","clients":1,"iteration":1,"tps":1234.5,"seconds":3.01,"elapsed_seconds":12,"eta_seconds":9.4}`,
 		`{"event":"warning","message":"client and server share CPUs"}`,
 		`not json at all`,
 		`{"event":"done","wall_seconds":25}`,
-	} {
-		p.line(l)
+	}, "\n") + "\nEOF\necho '{}'\n"
+	if err := os.WriteFile(runner, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rc := runnerclient.New(remote.NewLocal(), runner)
+	rc.OnEvent, rc.OnStderr = p.event, p.line
+	if err := rc.Run(context.Background(), nil, "ab"); err != nil {
+		t.Fatal(err)
 	}
 	var msgs []string
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -455,11 +592,11 @@ func TestABBenchmarkProgress(t *testing.T) {
 	}
 	want := []string{
 		"info campaign: initdb small",
-		"debug run 1/4 started: small, 1 clients, iteration 1",
-		"info run 1/4: small, 1 clients, iteration 1: 1234.5 tps in 3.0s, elapsed 12s, ETA 9s",
-		"warn campaign warning: client and server share CPUs",
+		"debug campaign: run 1/4 started: small, 1 clients, iteration 1",
+		"info campaign: run 1/4: small, 1 clients, iteration 1: 1234.5 tps in 3.0s, elapsed 12s, ETA 9s",
+		"warn campaign: warning: client and server share CPUs",
 		"debug pgbench-runner: not json at all",
-		"info campaign done in 25s",
+		"info campaign: done in 25s",
 	}
 	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("log =\n%s\nwant\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
@@ -496,108 +633,114 @@ func abTempDir(t *testing.T) string {
 	return d
 }
 
-// abCheckResults checks the shape and sanity of a finished campaign's
+// abResultsChecks check the shape and sanity of a finished campaign's
 // attributes: one cell per client count in order, every variant in every
 // cell with one TPS per iteration and its median within its min-max, one
-// comparison per candidate with a verdict from the allowed set. It records
-// report_dir in *dir for the destroy check.
-func abCheckResults(name string, variants []string, clients []int, iterations int, dir *string) tfresource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		rs, ok := s.RootModule().Resources[name]
-		if !ok {
-			return fmt.Errorf("%s not in state", name)
+// comparison per candidate with a verdict from the allowed set. The
+// report_dir check records the directory in *dir for the destroy check and
+// looks in it for each variant's data directory; more checks the report
+// directory may need.
+func abResultsChecks(name string, variants []string, clients []int, iterations int, dir *string, more ...func(dir string) error) []statecheck.StateCheck {
+	var cells []knownvalue.Check
+	for _, c := range clients {
+		stats := map[string]knownvalue.Check{}
+		for _, v := range variants {
+			stats[v] = abVariantStats{iterations: iterations}
 		}
-		a := rs.Primary.Attributes
-		*dir = a["report_dir"]
-		if *dir == "" || !strings.HasPrefix(a["report_dir"], "/") {
-			return fmt.Errorf("report_dir = %q, want an absolute path", a["report_dir"])
+		var cmps []knownvalue.Check
+		for _, v := range variants[1:] {
+			cmps = append(cmps, knownvalue.ObjectPartial(map[string]knownvalue.Check{
+				"baseline":  knownvalue.StringExact(variants[0]),
+				"candidate": knownvalue.StringExact(v),
+				"verdict":   knownvalue.StringRegexp(regexp.MustCompile(`^(faster|slower|no-difference)$`)),
+				"p_value": knownvalue.Float64Func(func(p float64) error {
+					if p < 0 || p > 1 {
+						return fmt.Errorf("p_value = %v, want within [0, 1]", p)
+					}
+					return nil
+				}),
+			}))
 		}
-		if got, want := a["results.#"], strconv.Itoa(len(clients)); got != want {
-			return fmt.Errorf("results.# = %s, want %s", got, want)
-		}
-		num := func(k string) (float64, error) {
-			v, err := strconv.ParseFloat(a[k], 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s = %q: %v", k, a[k], err)
+		cells = append(cells, knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"clients":     knownvalue.Int64Exact(int64(c)),
+			"variants":    knownvalue.MapExact(stats),
+			"comparisons": knownvalue.ListExact(cmps),
+		}))
+	}
+	return []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("results"), knownvalue.ListExact(cells)),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("summary_markdown"), knownvalue.StringRegexp(regexp.MustCompile(`\|`))),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("wall_seconds"), knownvalue.Float64Func(func(ws float64) error {
+			if ws <= 0 {
+				return fmt.Errorf("wall_seconds = %v, want > 0", ws)
 			}
-			return v, nil
-		}
-		for i, c := range clients {
-			p := fmt.Sprintf("results.%d.", i)
-			if got, want := a[p+"clients"], strconv.Itoa(c); got != want {
-				return fmt.Errorf("%sclients = %s, want %s", p, got, want)
-			}
-			if got, want := a[p+"variants.%"], strconv.Itoa(len(variants)); got != want {
-				return fmt.Errorf("%svariants.%% = %s, want %s", p, got, want)
+			return nil
+		})),
+		statecheck.ExpectKnownValue(name, tfjsonpath.New("report_dir"), knownvalue.StringFunc(func(d string) error {
+			*dir = d
+			if !strings.HasPrefix(d, "/") {
+				return fmt.Errorf("report_dir = %q, want an absolute path", d)
 			}
 			for _, v := range variants {
-				vp := p + "variants." + v + "."
-				if got, want := a[vp+"tps.#"], strconv.Itoa(iterations); got != want {
-					return fmt.Errorf("%stps.# = %s, want %s", vp, got, want)
-				}
-				med, err := num(vp + "median_tps")
-				if err != nil {
-					return err
-				}
-				lo, err := num(vp + "min_tps")
-				if err != nil {
-					return err
-				}
-				hi, err := num(vp + "max_tps")
-				if err != nil {
-					return err
-				}
-				if !(lo > 0 && lo <= med && med <= hi) {
-					return fmt.Errorf("%s: min %v, median %v, max %v: want 0 < min <= median <= max", vp, lo, med, hi)
-				}
-				for j := 0; j < iterations; j++ {
-					tps, err := num(fmt.Sprintf("%stps.%d", vp, j))
-					if err != nil {
-						return err
-					}
-					if tps < lo || tps > hi {
-						return fmt.Errorf("%stps.%d = %v, outside min-max %v-%v", vp, j, tps, lo, hi)
-					}
+				if _, err := os.Stat(filepath.Join(d, "data", v)); err != nil {
+					return fmt.Errorf("data directory of %s: %v", v, err)
 				}
 			}
-			if got, want := a[p+"comparisons.#"], strconv.Itoa(len(variants)-1); got != want {
-				return fmt.Errorf("%scomparisons.# = %s, want %s (one per candidate)", p, got, want)
-			}
-			for j := 1; j < len(variants); j++ {
-				cp := fmt.Sprintf("%scomparisons.%d.", p, j-1)
-				if got, want := a[cp+"baseline"], variants[0]; got != want {
-					return fmt.Errorf("%sbaseline = %s, want %s", cp, got, want)
-				}
-				if got, want := a[cp+"candidate"], variants[j]; got != want {
-					return fmt.Errorf("%scandidate = %s, want %s", cp, got, want)
-				}
-				switch v := a[cp+"verdict"]; v {
-				case "faster", "slower", "no-difference":
-				default:
-					return fmt.Errorf("%sverdict = %q, want faster, slower or no-difference", cp, v)
-				}
-				pv, err := num(cp + "p_value")
-				if err != nil {
+			for _, check := range more {
+				if err := check(d); err != nil {
 					return err
 				}
-				if pv < 0 || pv > 1 {
-					return fmt.Errorf("%sp_value = %v, want within [0, 1]", cp, pv)
-				}
 			}
-		}
-		if !strings.Contains(a["summary_markdown"], "|") {
-			return fmt.Errorf("summary_markdown has no table: %.200q", a["summary_markdown"])
-		}
-		if ws, err := num("wall_seconds"); err != nil || ws <= 0 {
-			return fmt.Errorf("wall_seconds = %q, want > 0", a["wall_seconds"])
-		}
-		for _, v := range variants {
-			if _, err := os.Stat(filepath.Join(*dir, "data", v)); err != nil {
-				return fmt.Errorf("data directory of %s: %v", v, err)
-			}
-		}
-		return nil
+			return nil
+		})),
 	}
+}
+
+// abVariantStats checks one variant's statistics in a cell: one TPS per
+// iteration, 0 < min <= median <= max, and every TPS within min-max.
+type abVariantStats struct{ iterations int }
+
+func (c abVariantStats) String() string {
+	return fmt.Sprintf("%d TPS values within 0 < min <= median <= max", c.iterations)
+}
+
+func (c abVariantStats) CheckValue(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("variant statistics are %T, want an object", v)
+	}
+	num := func(x any) (float64, error) {
+		n, ok := x.(json.Number)
+		if !ok {
+			return 0, fmt.Errorf("%v is %T, want a number", x, x)
+		}
+		return n.Float64()
+	}
+	var med, lo, hi float64
+	for k, dst := range map[string]*float64{"median_tps": &med, "min_tps": &lo, "max_tps": &hi} {
+		f, err := num(obj[k])
+		if err != nil {
+			return fmt.Errorf("%s: %v", k, err)
+		}
+		*dst = f
+	}
+	if !(lo > 0 && lo <= med && med <= hi) {
+		return fmt.Errorf("min %v, median %v, max %v: want 0 < min <= median <= max", lo, med, hi)
+	}
+	tps, ok := obj["tps"].([]any)
+	if !ok || len(tps) != c.iterations {
+		return fmt.Errorf("tps = %v, want %d values", obj["tps"], c.iterations)
+	}
+	for j, x := range tps {
+		f, err := num(x)
+		if err != nil {
+			return fmt.Errorf("tps[%d]: %v", j, err)
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("tps[%d] = %v, outside min-max %v-%v", j, f, lo, hi)
+		}
+	}
+	return nil
 }
 
 // abCheckDataRemoved checks that destroy removed the data directories and
@@ -646,7 +789,7 @@ resource "pgbench_ab_benchmark" "t" {
   variant {
     name       = "sb16"
     bin_dir    = %q
-    settings   = { shared_buffers = "16MB" }
+    settings   = { shared_buffers = "16MB", "pgbench_test.note" = %q }
     huge_pages = "off"
   }
   variant {
@@ -665,7 +808,7 @@ resource "pgbench_ab_benchmark" "t" {
     create = %q
   }
 }
-`, runner, abPGBin, abPGBin, timeout)
+`, runner, abPGBin, abOddSetting, abPGBin, timeout)
 	}
 	variants := []string{"sb16", "sb128"}
 	var dir string
@@ -684,10 +827,9 @@ resource "pgbench_ab_benchmark" "t" {
 			{
 				PreConfig: func() { resumedAt = time.Now() },
 				Config:    config("30m"),
-				Check: tfresource.ComposeTestCheckFunc(
-					abCheckResults("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir),
-					abCheckResumed(&dir, &resumedAt),
-				),
+				ConfigStateChecks: abResultsChecks("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir,
+					func(d string) error { return abCheckResumed(d, resumedAt) },
+					abCheckOddSetting),
 			},
 			{
 				Config:           config("30m"),
@@ -697,25 +839,41 @@ resource "pgbench_ab_benchmark" "t" {
 	})
 }
 
-// abCheckResumed checks that the campaign kept runs from before the resume:
-// the interrupted apply's finished runs were not run again.
-func abCheckResumed(dir *string, resumedAt *time.Time) tfresource.TestCheckFunc {
-	return func(*terraform.State) error {
-		res, err := report.ReadResults(filepath.Join(*dir, "results.json"))
-		if err != nil {
-			return err
-		}
-		before := 0
-		for _, r := range res.Runs {
-			if r.StartedAt.Before(*resumedAt) {
-				before++
-			}
-		}
-		if before == 0 || before == len(res.Runs) {
-			return fmt.Errorf("%d of %d runs started before the resume at %s, want some but not all", before, len(res.Runs), resumedAt.Format(time.RFC3339))
-		}
-		return nil
+// abCheckResumed checks that the campaign in dir kept runs from before the
+// resume: the interrupted apply's finished runs were not run again.
+func abCheckResumed(dir string, resumedAt time.Time) error {
+	res, err := report.ReadResults(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
 	}
+	before := 0
+	for _, r := range res.Runs {
+		if r.StartedAt.Before(resumedAt) {
+			before++
+		}
+	}
+	if before == 0 || before == len(res.Runs) {
+		return fmt.Errorf("%d of %d runs started before the resume at %s, want some but not all", before, len(res.Runs), resumedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// abOddSetting is a setting value with every character an earlier encoding
+// of variant settings could not carry.
+const abOddSetting = `a=b, c;d 'q' "dq" ünï`
+
+// abCheckOddSetting checks that abOddSetting reached the sb16 server's
+// configuration unchanged.
+func abCheckOddSetting(dir string) error {
+	conf := filepath.Join(dir, "data", "sb16", "postgresql.conf")
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		return err
+	}
+	if want := "pgbench_test.note = " + pgctl.QuoteValue(abOddSetting) + "\n"; !strings.Contains(string(b), want) {
+		return fmt.Errorf("%s has no line %q", conf, want)
+	}
+	return nil
 }
 
 // The pipeline of the quickstart: host -> system build -> huge-page pool
@@ -787,11 +945,9 @@ resource "pgbench_ab_benchmark" "ab" {
 		Steps: []tfresource.TestStep{
 			{
 				Config: config,
-				Check: tfresource.ComposeTestCheckFunc(
-					abCheckResults("pgbench_ab_benchmark.ab", variants, []int{1, 2}, 2, &dir),
-					tfresource.TestCheckResourceAttr("pgbench_ab_benchmark.ab", "huge_pages_observed.2m", "on"),
-					tfresource.TestCheckResourceAttr("pgbench_ab_benchmark.ab", "huge_pages_observed.4k", "off"),
-				),
+				ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.ab", variants, []int{1, 2}, 2, &dir),
+					statecheck.ExpectKnownValue("pgbench_ab_benchmark.ab", tfjsonpath.New("huge_pages_observed"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"2m": knownvalue.StringExact("on"), "4k": knownvalue.StringExact("off")}))),
 			},
 			{
 				Config:           config,

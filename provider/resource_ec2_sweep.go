@@ -61,15 +61,7 @@ func (r *ec2SweepResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 }
 
 func (r *ec2SweepResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected Provider Data", fmt.Sprintf("expected *providerData, got %T; this is a bug in the provider", req.ProviderData))
-		return
-	}
-	r.data = data
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *ec2SweepResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

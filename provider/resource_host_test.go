@@ -6,10 +6,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -482,4 +490,141 @@ resource "pgbench_host" "local" {
 			},
 		}},
 	})
+}
+
+// hostDeleteRequest is the Delete request of a local host installed in dir,
+// with the given delete timeout ("" for none).
+func hostDeleteRequest(t *testing.T, dir, deleteTimeout string) fwresource.DeleteRequest {
+	t.Helper()
+	ctx := context.Background()
+	var sr fwresource.SchemaResponse
+	(&hostResource{}).Schema(ctx, fwresource.SchemaRequest{}, &sr)
+	del := types.StringNull()
+	if deleteTimeout != "" {
+		del = types.StringValue(deleteTimeout)
+	}
+	m := hostModel{
+		ID: types.StringValue("local"), Local: types.BoolValue(true), InstallDir: types.StringValue(dir),
+		Connection:         types.ObjectNull(connectionAttrTypes),
+		HugepageSizes:      types.ListNull(types.Int64Type),
+		TuningApplied:      types.MapNull(types.ObjectType{AttrTypes: tuningAppliedAttrTypes}),
+		BootstrapInstalled: types.ListNull(types.StringType),
+		Timeouts: timeouts.Value{Object: types.ObjectValueMust(
+			map[string]attr.Type{"create": types.StringType, "delete": types.StringType},
+			map[string]attr.Value{"create": types.StringNull(), "delete": del})},
+	}
+	m.nullFacts()
+	st := tfsdk.State{Schema: sr.Schema}
+	if diags := st.Set(ctx, &m); diags.HasError() {
+		t.Fatalf("build state: %v", diags)
+	}
+	return fwresource.DeleteRequest{State: st}
+}
+
+// An ssh or local host's destroy is bounded by timeouts.delete, and says so
+// when it runs out.
+func TestHostDeleteHonoursTimeout(t *testing.T) {
+	dir := t.TempDir()
+	// A runner whose uninstall hangs.
+	if err := os.WriteFile(filepath.Join(dir, "pgbench-runner"), []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var resp fwresource.DeleteResponse
+	(&hostResource{}).Delete(context.Background(), hostDeleteRequest(t, dir, "300ms"), &resp)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Delete took %s with a 300ms delete timeout", took)
+	}
+	if !resp.Diagnostics.HasError() {
+		t.Fatalf("Delete of a hanging uninstall: no error, want one")
+	}
+	got := fmt.Sprint(resp.Diagnostics)
+	if !strings.Contains(got, "Host Uninstall Failed") || !strings.Contains(got, "delete timeout (300ms) expired") {
+		t.Errorf("diagnostics = %s, want Host Uninstall Failed naming the delete timeout (300ms)", got)
+	}
+}
+
+// A runner that is already gone cannot undo anything: destroy says so in a
+// warning instead of failing for ever.
+func TestHostDeleteRunnerGoneWarns(t *testing.T) {
+	dir := t.TempDir()
+	var resp fwresource.DeleteResponse
+	(&hostResource{}).Delete(context.Background(), hostDeleteRequest(t, dir, ""), &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatalf("Delete without a runner: %v, want only a warning", resp.Diagnostics)
+	}
+	if w := resp.Diagnostics.Warnings(); len(w) != 1 || w[0].Summary() != "Runner Missing" ||
+		!strings.Contains(w[0].Detail(), "tune-state.json") {
+		t.Errorf("warnings = %v, want one Runner Missing that names the tuning state file", w)
+	}
+}
+
+func TestHostContextUsesTimeouts(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		del  string
+		want time.Duration
+	}{{"90s", 90 * time.Second}, {"", defaultHostTimeout}} {
+		req := hostDeleteRequest(t, t.TempDir(), tt.del)
+		var m hostModel
+		req.State.Get(ctx, &m)
+		var diags diag.Diagnostics
+		dctx, cancel, d := hostContext(ctx, &m, false, &diags)
+		deadline, ok := dctx.Deadline()
+		cancel()
+		if diags.HasError() || d != tt.want || !ok || time.Until(deadline) > tt.want || time.Until(deadline) < tt.want-time.Minute {
+			t.Errorf("delete timeout %q: bound %s, deadline in %s (%v); want %s", tt.del, d, time.Until(deadline), diags, tt.want)
+		}
+	}
+}
+
+func TestUninstallArgs(t *testing.T) {
+	for _, tt := range []struct {
+		created, keep bool
+		want          []string
+	}{
+		{false, false, []string{"uninstall", "--dir", "/opt/pg"}},
+		{true, false, []string{"uninstall", "--dir", "/opt/pg", "--remove-dir"}},
+		{true, true, []string{"uninstall", "--dir", "/opt/pg", "--remove-dir", "--keep-campaigns"}},
+	} {
+		if got := uninstallArgs("/opt/pg", tt.created, tt.keep); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("uninstallArgs(created %v, keep %v) = %q, want %q", tt.created, tt.keep, got, tt.want)
+		}
+	}
+}
+
+// A configured delete timeout reaches the destroy of a local host: one too
+// short to run anything fails it, naming the timeout; a longer one, set in
+// place, lets it finish.
+func TestAccHostLocalDeleteTimeout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lib", "pgbench")
+	cfg := func(del string) string {
+		return fmt.Sprintf(`
+resource "pgbench_host" "local" {
+  local       = true
+  install_dir = %q
+  timeouts {
+    delete = %q
+  }
+}
+`, dir, del)
+	}
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             runnerGone(dir, nil),
+		Steps: []resource.TestStep{
+			{Config: cfg("1ns")},
+			{Config: cfg("1ns"), Destroy: true, ExpectError: regexp.MustCompile(`(?s)Host Uninstall Failed.*delete\s+timeout\s+\(1ns\)\s+expired`)},
+			{
+				Config: cfg("5m"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("pgbench_host.local", plancheck.ResourceActionUpdate),
+				}},
+			},
+		},
+	})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("install dir %s after destroy: stat err = %v, want not exist", dir, err)
+	}
 }

@@ -70,7 +70,7 @@ func (r *hugepagePoolResource) Schema(_ context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Identifier of the reservation.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-			"host_connection": connectionInputAttribute(true),
+			"host_connection": connectionInputAttribute(),
 			"pages": schema.Int64Attribute{
 				Optional:            true,
 				MarkdownDescription: "Number of huge pages to reserve.",
@@ -231,8 +231,8 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 		return
 	}
 	defer ex.Close()
-	runner := conn.RunnerPath.ValueString()
-	logLine := func(line string) { tflog.Info(ctx, line) }
+	rc := conn.runner(ex)
+	rc.OnStderr = func(line string) { tflog.Info(ctx, line) }
 
 	// Size the pool first, so the reservation is a plain page count.
 	planArgs := []string{"hugepages", "plan", "--page-size", m.PageSize.ValueString()}
@@ -255,7 +255,7 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 		}
 	}
 	var plan hugepages.Plan
-	if err := runRunner(ctx, ex, runner, &plan, logLine, planArgs...); err != nil {
+	if err := rc.Run(ctx, &plan, planArgs...); err != nil {
 		resp.Diagnostics.AddError("Huge Page Sizing Failed", fmt.Sprintf("Sizing the pool on %s failed: %v", ex, err))
 		return
 	}
@@ -282,7 +282,7 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 		resp.Diagnostics.AddError("Huge Page Reservation Failed", err.Error())
 		return
 	}
-	stateFile := posixpath.Join(posixpath.Dir(runner), "hugepage-state-"+id+".json")
+	stateFile := posixpath.Join(posixpath.Dir(rc.Path), "hugepage-state-"+id+".json")
 	args := []string{"hugepages", "reserve", "--pages", strconv.FormatInt(plan.Pages, 10),
 		"--page-size", m.PageSize.ValueString(), "--state", stateFile}
 	if !m.NumaNode.IsNull() {
@@ -296,7 +296,7 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 	}
 	tflog.Info(ctx, "reserving huge pages", map[string]any{"pages": plan.Pages, "page_size": m.PageSize.ValueString()})
 	var res hugepages.Reserved
-	if err := runRunner(ctx, ex, runner, &res, logLine, args...); err != nil {
+	if err := rc.Run(ctx, &res, args...); err != nil {
 		resp.Diagnostics.AddError("Huge Page Reservation Failed",
 			fmt.Sprintf("Asked %s for %d pages of %s (%d bytes): %v\n\nThe runner put the pool back as it was. "+
 				"Ask for fewer pages, reserve the pool before memory fills up (or at boot), or free memory on the host.",
@@ -339,7 +339,7 @@ func (r *hugepagePoolResource) Read(ctx context.Context, req resource.ReadReques
 			} `json:"hugepages"`
 		} `json:"numa_nodes"`
 	}
-	if err := runRunner(ctx, ex, conn.RunnerPath.ValueString(), &st, nil, "hugepages", "status"); err != nil {
+	if err := conn.runner(ex).Run(ctx, &st, "hugepages", "status"); err != nil {
 		resp.Diagnostics.AddError("Huge Page Status Failed", fmt.Sprintf("Reading the pool on %s failed: %v", ex, err))
 		return
 	}
@@ -395,8 +395,9 @@ func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRe
 	}
 	defer ex.Close()
 	var res hugepages.Reserved
-	err := runRunner(ctx, ex, conn.RunnerPath.ValueString(), &res, func(l string) { tflog.Info(ctx, l) },
-		"hugepages", "release", "--state", m.StateFile.ValueString())
+	rc := conn.runner(ex)
+	rc.OnStderr = func(l string) { tflog.Info(ctx, l) }
+	err := rc.Run(ctx, &res, "hugepages", "release", "--state", m.StateFile.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("Huge Page Release Failed",
 			fmt.Sprintf("Restoring the pool on %s to %d pages failed: %v\n\nStop whatever still maps huge pages "+

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	posixpath "path"
 	"strconv"
@@ -24,7 +25,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 var (
@@ -61,7 +62,7 @@ func (r *postgresBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "The build key.",
 				PlanModifiers:       keepStr,
 			},
-			"host_connection": connectionInputAttribute(true),
+			"host_connection": connectionInputAttribute(),
 			"patches": schema.ListAttribute{
 				ElementType: types.StringType,
 				Optional:    true,
@@ -235,7 +236,8 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 	defer ex.Close()
-	runner := conn.RunnerPath.ValueString()
+	rc := conn.runner(ex)
+	rc.OnStderr = func(line string) { tflog.Info(ctx, line) }
 
 	args := []string{"build"}
 	s := m.Source
@@ -260,7 +262,7 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	// content so re-uploads are skipped and the build key stays stable.
 	for i, p := range patches {
 		sum := digest.SHA256([]byte(p))
-		dst := posixpath.Join(posixpath.Dir(runner), "patches", fmt.Sprintf("%s.patch", sum[:16]))
+		dst := posixpath.Join(posixpath.Dir(rc.Path), "patches", fmt.Sprintf("%s.patch", sum[:16]))
 		if _, err := ex.Upload(ctx, strings.NewReader(p), dst, 0o644); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("patches").AtListIndex(i), "Patch Upload Failed",
 				fmt.Sprintf("Uploading patch %d to %s:%s failed: %v", i+1, ex, dst, err))
@@ -302,7 +304,7 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 		}
 	}()
 	var res pgbuild.Result
-	err := runRunner(ctx, ex, runner, &res, func(line string) { tflog.Info(ctx, line) }, args...)
+	err := rc.Run(ctx, &res, args...)
 	close(done)
 	if err != nil {
 		if !s.System.IsNull() {
@@ -333,21 +335,23 @@ func (r *postgresBuildResource) Read(ctx context.Context, req resource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	_, ex, ok := dialHost(ctx, m.Connection, "checking the build", &resp.Diagnostics)
+	conn, ex, ok := dialHost(ctx, m.Connection, "checking the build", &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	defer ex.Close()
 	// An installation that vanished (removed by hand, or a rebuilt host) is
-	// gone from state, so the next apply builds or adopts it again.
-	postgres := posixpath.Join(m.BinDir.ValueString(), "postgres")
-	if _, err := ex.Run(ctx, remote.Command{Args: []string{"test", "-x", postgres}}); err != nil {
-		if _, exited := remote.IsExit(err); exited {
-			tflog.Warn(ctx, "PostgreSQL installation is gone; removing it from state", map[string]any{"postgres": postgres})
+	// gone from state, so the next apply builds or adopts it again. The
+	// runner's adopt check is the one that says an installation is usable.
+	var res pgbuild.Result
+	if err := conn.runner(ex).Run(ctx, &res, "build", "--system", m.BinDir.ValueString()); err != nil {
+		var re *runnerclient.Error
+		if errors.As(err, &re) && re.Kind == runnerclient.KindUnmet {
+			tflog.Warn(ctx, "PostgreSQL installation is gone; removing it from state", map[string]any{"bin_dir": m.BinDir.ValueString(), "reason": re.Message})
 			resp.State.RemoveResource(ctx)
 			return
 		}
-		resp.Diagnostics.AddError("Cannot Check Installation", fmt.Sprintf("Checking %s on %s failed: %v", postgres, ex, err))
+		resp.Diagnostics.AddError("Cannot Check Installation", fmt.Sprintf("Checking %s on %s failed: %v", m.BinDir.ValueString(), ex, err))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -387,8 +391,7 @@ func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteR
 		return
 	}
 	defer ex.Close()
-	err := runRunner(ctx, ex, conn.RunnerPath.ValueString(), nil, nil,
-		"build", "--remove", "--prefix", m.Prefix.ValueString(), "--build-key", m.BuildKey.ValueString())
+	err := conn.runner(ex).Run(ctx, nil, "build", "--remove", "--prefix", m.Prefix.ValueString(), "--build-key", m.BuildKey.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("PostgreSQL Build Removal Failed",
 			fmt.Sprintf("Removing %s on %s failed: %v", m.Prefix.ValueString(), ex, err))

@@ -128,6 +128,97 @@ func TestABRemoveDataIdempotent(t *testing.T) {
 	}
 }
 
+// TestABRemoveDataKeepsReports is what pgbench_ab_benchmark's destroy runs:
+// the data directories go, the campaign directory with its reports moves
+// aside, and a second call finds nothing to do.
+func TestABRemoveDataKeepsReports(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "c")
+	kept := filepath.Join(root, "c.destroyed-20260102T030405Z")
+	data := filepath.Join(out, "data", "stock")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(data, "PG_VERSION"), []byte("15\n"), 0o600)
+	os.WriteFile(filepath.Join(out, "results.json"), []byte("{}"), 0o644)
+	for i, want := range []struct{ removed, kept string }{{data, kept}, {"", ""}} {
+		code, stdout, stderr := runCapture(t, "ab", "--out", out, "--remove-data", "--keep-reports-as", kept, "--json")
+		if code != exitOK {
+			t.Fatalf("call %d: exit code = %d, want 0 (stderr %q)", i+1, code, stderr)
+		}
+		var v struct {
+			Removed []string
+			Kept    string `json:"reports_kept_in"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+			t.Fatalf("call %d: %v: %s", i+1, err, stdout)
+		}
+		if got := strings.Join(v.Removed, ","); got != want.removed || v.Kept != want.kept {
+			t.Errorf("call %d: removed %q, kept in %q; want %q, %q", i+1, got, v.Kept, want.removed, want.kept)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(kept, "results.json")); err != nil {
+		t.Errorf("reports must be kept in %s: %v", kept, err)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "data", "stock")); !os.IsNotExist(err) {
+		t.Errorf("data directory in the kept reports: stat = %v, want it removed", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("stat %s = %v, want it moved away", out, err)
+	}
+
+	// An existing destination is never overwritten.
+	os.MkdirAll(out, 0o755)
+	if code, _, stderr := runCapture(t, "ab", "--out", out, "--remove-data", "--keep-reports-as", kept); code != exitFailure || !strings.Contains(stderr, "already exists") {
+		t.Errorf("move onto %s: exit %d, stderr %q; want a failure saying it exists", kept, code, stderr)
+	}
+	if code, _, stderr := runCapture(t, "ab", "--out", out, "--keep-reports-as", kept); code != exitUsage {
+		t.Errorf("--keep-reports-as without --remove-data: exit %d (stderr %q), want %d", code, stderr, exitUsage)
+	}
+}
+
+// TestABVariantSetReachesConfig decodes the command line the provider
+// sends for settings no older form could carry.
+func TestABVariantSetReachesConfig(t *testing.T) {
+	var o output
+	var cfg campaign.Config
+	var f abFlags
+	fs := abCmd{}.flagSet(&o, &cfg, &f)
+	const odd = `a=b, c;d 'q' "dq" \ ünï`
+	if err := fs.Parse([]string{"--out=/o", `--variant=name=a,bin=/opt/pg\,x/bin,huge_pages=off`, "--variant=name=b,bin=/x",
+		"--variant-set=a:custom.note=" + odd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.campaign.Decode(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Variants[0].Settings["custom.note"]; got != odd {
+		t.Errorf("setting = %q, want %q", got, odd)
+	}
+	if got := cfg.Variants[0].BinDir; got != "/opt/pg,x/bin" {
+		t.Errorf("bin dir = %q, want /opt/pg,x/bin", got)
+	}
+}
+
+func TestABTextProgress(t *testing.T) {
+	var b strings.Builder
+	p := textProgress(&b)
+	tps, secs := 1234.5, 3.0
+	for _, e := range []campaign.Event{
+		{Event: campaign.EventPhase, Message: "initdb a"},
+		{Event: campaign.EventRunStart, Seq: 1, Total: 2, Variant: "a", Clients: 1, Iteration: 1},
+		{Event: campaign.EventRunDone, Seq: 1, Total: 2, Variant: "a", Clients: 1, Iteration: 1, TPS: &tps, Seconds: &secs, ElapsedSeconds: &secs, ETASeconds: &secs},
+		{Event: campaign.EventWarning, Message: "drift"},
+		{Event: campaign.EventDone, WallSeconds: &secs},
+	} {
+		p(e)
+	}
+	want := "==> initdb a\nrun 1/2: a, 1 clients, iteration 1: 1234.5 tps in 3.0s, elapsed 3s, ETA 3s\nwarning: drift\ndone in 3s\n"
+	if b.String() != want {
+		t.Errorf("text progress =\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
 func TestReproduceDropsReportingFlags(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -135,6 +226,7 @@ func TestReproduceDropsReportingFlags(t *testing.T) {
 	}{
 		{[]string{"--out", "o", "--json", "--progress-json", "--variant", "name=a,bin=b"}, "--out o --variant name=a,bin=b"},
 		{[]string{"--fresh=true", "--json=true", "--progress-json=true", "--out=o", "--resume", "--remove-data", "--clients", "1,4"}, "--out=o --clients 1,4"},
+		{[]string{"--remove-data", "--keep-reports-as", "kept", "--out", "o"}, "--out o"},
 		{[]string{"--resume=false", "--fresh=false", "--iterations", "7"}, "--iterations 7"},
 		// A value that looks like a dropped flag is still a value.
 		{[]string{"--set", "--json", "--out", "o"}, "--set --json --out o"},

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 )
 
 type buildCmd struct{}
@@ -45,7 +47,7 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.CFlags, "cflags", "", "CFLAGS for configure")
 	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
 	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
-	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the build dependencies with apt-get or dnf")
+	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the missing build dependencies with the host's package manager (apt-get, dnf or yum)")
 	remove := fs.Bool("remove", false, "remove the build installed in --prefix (only a prefix holding a finished build stamp), then exit")
 	expectKey := fs.String("build-key", "", "--remove: refuse unless the prefix's stamp records this build key")
 	if err := parse(fs, args); err != nil {
@@ -153,19 +155,10 @@ func download(ctx context.Context, url, want string) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("download %s: %s", url, resp.Status)
 	}
-	tmp, err := os.CreateTemp(downloadDir, ".download-")
-	if err != nil {
-		return "", fmt.Errorf("download %s: %w", url, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, resp.Body); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("download %s: %w", url, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("download %s: %w", url, err)
-	}
-	if err := os.Rename(tmp.Name(), dest); err != nil {
+	if err := atomicfile.Write(dest, 0o600, func(w io.Writer) error {
+		_, err := io.Copy(w, resp.Body)
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("download %s: %w", url, err)
 	}
 	return dest, nil
@@ -227,17 +220,11 @@ func removeBuild(prefix, wantKey string) (removed, error) {
 }
 
 // checkSystemBinDir makes sure an adopted installation has every program a
-// campaign runs, so a missing pgbench fails at adopt time, not hours later.
+// campaign runs, so a missing pgbench or psql fails at adopt time, not
+// hours later.
 func checkSystemBinDir(dir string) error {
-	var missing []string
-	for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("adopt %s: missing %s (install the PostgreSQL server and client packages, or point system at another bin directory)", dir, strings.Join(missing, ", "))
+	if err := pgctl.CheckBinDir(dir); err != nil {
+		return fmt.Errorf("adopt %s: %w (install the PostgreSQL server and client packages, or point system at another bin directory)", dir, err)
 	}
 	return nil
 }

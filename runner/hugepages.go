@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+	"github.com/spf13/pflag"
 )
 
 type hugepagesCmd struct{}
@@ -37,11 +38,31 @@ func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 	persist := fs.Bool("persist", false, "reserve: also write vm.nr_hugepages to /etc/sysctl.d so the pool is reserved at boot")
 	overcommit := fs.Bool("overcommit", false, "reserve: set vm.overcommit_memory=2 with --overcommit-ratio of the memory left outside the pool")
 	ratio := fs.Int("overcommit-ratio", 90, "reserve --overcommit: vm.overcommit_ratio (percent of memory outside the pool)")
+	takes, known := hugepagesFlags[action]
+	if known {
+		// --help of an action lists only what it takes.
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Name != "json" && !slices.Contains(takes, f.Name) {
+				fs.MarkHidden(f.Name)
+			}
+		})
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
+	}
+	if known {
+		var foreign []string
+		fs.Visit(func(f *pflag.Flag) {
+			if f.Name != "json" && !slices.Contains(takes, f.Name) {
+				foreign = append(foreign, "--"+f.Name)
+			}
+		})
+		if len(foreign) > 0 {
+			return o.emit(nil, usagef("%s does not apply to hugepages %s (it takes %s)", strings.Join(foreign, ", "), action, flagList(takes)), nil)
+		}
 	}
 	size, err := hugepages.ParsePageSize(*pageSize)
 	if err != nil {
@@ -115,6 +136,22 @@ func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 	}
 }
 
+// hugepagesFlags are the flags each action takes, besides --json; any other
+// is a usage error rather than silently ignored.
+var hugepagesFlags = map[string][]string{
+	"plan":    {"pages", "memory-fraction", "for-postgres", "set", "page-size"},
+	"reserve": {"pages", "page-size", "node", "state", "persist", "overcommit", "overcommit-ratio"},
+	"release": {"state"},
+	"status":  {},
+}
+
+func flagList(names []string) string {
+	if len(names) == 0 {
+		return "only --json"
+	}
+	return "--" + strings.Join(names, ", --") + " and --json"
+}
+
 // status is the JSON of `pgbench-runner hugepages status --json`.
 type status struct {
 	Pools []sysinfo.HugePool `json:"hugepages"`
@@ -154,7 +191,7 @@ func (hugepagesCmd) plan(ctx context.Context, pages int64, fraction float64, for
 		}
 		return p, nil
 	}
-	settings := map[string]string{"huge_page_size": fmt.Sprintf("%dkB", size>>10)}
+	settings := map[string]string{}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
@@ -162,22 +199,7 @@ func (hugepagesCmd) plan(ctx context.Context, pages int64, fraction float64, for
 		}
 		settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	c, cleanup, err := pgctl.Scratch(ctx, forPG, settings)
-	if err != nil {
-		return hugepages.Plan{}, fmt.Errorf("plan for PostgreSQL in %s: %w", forPG, err)
-	}
-	defer cleanup()
-	sm, err := c.SharedMemorySize(ctx)
-	if err != nil {
-		return hugepages.Plan{}, fmt.Errorf("plan for PostgreSQL in %s: %w", forPG, err)
-	}
-	p := hugepages.PlanBytes(sm.Bytes, size, total)
-	if sm.HugePages > 0 && sm.HugePages != p.Pages {
-		// Trust the server's own count: it is what it will map.
-		p = hugepages.PlanPages(sm.HugePages, size, total)
-		p.SharedMemorySizeBytes = sm.Bytes
-	}
-	return p, nil
+	return hugepages.PlanForPostgres(ctx, forPG, settings, size, total)
 }
 
 func orDefault(s, d string) string {

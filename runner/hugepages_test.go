@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,5 +137,46 @@ func TestPlanForPostgresStarts(t *testing.T) {
 	}
 	if err := c.Stop(ctx); err != nil {
 		t.Errorf("stop: %v", err)
+	}
+}
+
+// Each action takes only its own flags: another action's flag is a usage
+// error naming the flag and the action, before anything is read or changed.
+func TestHugepagesForeignFlags(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "hp.json")
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"plan", "--pages", "4", "--state", state}, "--state"},
+		{[]string{"plan", "--pages", "4", "--node", "0"}, "--node"},
+		{[]string{"reserve", "--pages", "4", "--state", state, "--memory-fraction", "0.1"}, "--memory-fraction"},
+		{[]string{"reserve", "--pages", "4", "--state", state, "--set", "shared_buffers=1GB"}, "--set"},
+		{[]string{"release", "--state", state, "--pages", "4"}, "--pages"},
+		{[]string{"release", "--state", state, "--page-size", "1GB"}, "--page-size"},
+		{[]string{"status", "--state", state}, "--state"},
+		{[]string{"status", "--for-postgres", "/usr/lib/postgresql/15/bin"}, "--for-postgres"},
+	} {
+		action := tc.args[0]
+		code, _, errOut := runCapture(t, append([]string{"hugepages"}, tc.args...)...)
+		if code != exitUsage {
+			t.Errorf("%v: exit = %d, want %d", tc.args, code, exitUsage)
+		}
+		if want := tc.flag + " does not apply to hugepages " + action; !strings.Contains(errOut, want) {
+			t.Errorf("%v: stderr = %q, want it to say %q", tc.args, errOut, want)
+		}
+		code, out, _ := runCapture(t, append(append([]string{"hugepages"}, tc.args...), "--json")...)
+		var doc errorDoc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitUsage || !strings.Contains(doc.Error.Message, tc.flag) {
+			t.Errorf("%v --json: exit %d, document %q (%v), want exit %d and an error naming %s", tc.args, code, out, err, exitUsage, tc.flag)
+		}
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state file after refused commands: stat err = %v, want not exist", err)
+	}
+	// --help of an action lists its own flags only.
+	code, _, help := runCapture(t, "hugepages", "release", "--help")
+	if code != exitOK || !strings.Contains(help, "--state") || strings.Contains(help, "--pages") {
+		t.Errorf("hugepages release --help: exit %d, %q; want --state listed and --pages not", code, help)
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -104,11 +106,11 @@ func exitCode(ctx context.Context, err error) int {
 		return exitInterrupted
 	}
 	switch errorKind(err) {
-	case "usage":
+	case runnerclient.KindUsage:
 		return exitUsage
-	case "unmet":
+	case runnerclient.KindUnmet:
 		return exitUnmet
-	case "interrupted":
+	case runnerclient.KindInterrupted:
 		return exitInterrupted
 	}
 	return exitFailure
@@ -121,13 +123,13 @@ func errorKind(err error) string {
 	var me *unmetError
 	switch {
 	case errors.As(err, &ue):
-		return "usage"
+		return runnerclient.KindUsage
 	case errors.As(err, &me):
-		return "unmet"
+		return runnerclient.KindUnmet
 	case errors.Is(err, context.Canceled):
-		return "interrupted"
+		return runnerclient.KindInterrupted
 	}
-	return "failure"
+	return runnerclient.KindFailure
 }
 
 func usage(w io.Writer) {

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/pflag"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 // usageError marks a bad invocation (exit code 2).
@@ -72,26 +74,18 @@ func parse(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-// errorDoc is the JSON document printed on stdout when a subcommand run with
-// --json fails. The provider reads it.
-type errorDoc struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Message string `json:"message"`
-	Kind    string `json:"kind"` // "usage", "unmet", "interrupted" or "failure"
-}
+// errorDoc is the runner's name for the shared error document type.
+type errorDoc = runnerclient.ErrorDoc
 
 // emit prints v as JSON with --json, or calls text otherwise. On error it
-// prints the JSON error document with --json; the error is returned so the
-// exit code is set.
+// prints the JSON error document (runnerclient.ErrorDoc, which the provider
+// decodes) with --json; the error is returned so the exit code is set.
 func (o *output) emit(v any, err error, text func(w io.Writer)) error {
 	if err != nil {
 		if !o.json {
 			return err
 		}
-		writeJSON(o.stdout, errorDoc{errorBody{Message: err.Error(), Kind: errorKind(err)}})
+		writeJSON(o.stdout, errorDoc{Error: runnerclient.ErrorBody{Message: err.Error(), Kind: errorKind(err)}})
 		fmt.Fprintf(o.stderr, "error: %v\n", err)
 		return &jsonReported{err}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -20,7 +21,7 @@ func TestPagetablesShape(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit = %d, want 0; stderr %s", code, errOut)
 	}
-	var res pageTablesResult
+	var res hugepages.PageTablesResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

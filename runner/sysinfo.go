@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 )
 
@@ -67,12 +68,12 @@ func crossCheckNumactl(ctx context.Context, c *sysinfo.NUMACtl) {
 	if err != nil {
 		return
 	}
-	out, err := exec.CommandContext(ctx, path, "--hardware").Output()
+	res, err := remote.RunLocal(ctx, remote.Command{Args: []string{path, "--hardware"}}, remote.LocalOptions{})
 	if err != nil {
-		c.Warning = fmt.Sprintf("%s --hardware: %v", path, err)
+		c.Warning = err.Error()
 		return
 	}
-	hw, err := sysinfo.ParseNumactlHardware(string(out))
+	hw, err := sysinfo.ParseNumactlHardware(string(res.Stdout))
 	if err != nil {
 		c.Warning = err.Error()
 		return

@@ -114,21 +114,22 @@ func TestParseVariant(t *testing.T) {
 		{"name=hp,bin=/b,set=shared_buffers=1GB;work_mem=4MB,huge_pages=on",
 			Variant{Name: "hp", BinDir: "/b", HugePages: "on", Settings: map[string]string{"shared_buffers": "1GB", "work_mem": "4MB"}}, ""},
 		{"name=p,bin=/b,set=search_path=a,b", Variant{Name: "p", BinDir: "/b", Settings: map[string]string{"search_path": "a,b"}}, ""},
+		{`name=p,bin=/opt/pg\,huge_pages=on/bin\\x,huge_pages=off`, Variant{Name: "p", BinDir: `/opt/pg,huge_pages=on/bin\x`, HugePages: "off", Settings: map[string]string{}}, ""},
 		{"bin=/b", Variant{}, "name= is missing"},
 		{"name=x", Variant{}, "bin= is missing"},
 		{"name=x,bin=/b,colour=red", Variant{}, `unknown key "colour"`},
 		{"name=x,bin=/b,set=oops", Variant{}, `setting "oops" is not k=v`},
 	}
 	for _, tt := range tests {
-		got, err := ParseVariant(tt.in)
+		got, err := parseVariant(tt.in)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParseVariant(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+				t.Errorf("parseVariant(%q) error = %v, want %q", tt.in, err, tt.wantErr)
 			}
 			continue
 		}
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ParseVariant(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
+			t.Errorf("parseVariant(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
 		}
 	}
 }
@@ -157,14 +158,24 @@ func TestParseNUMA(t *testing.T) {
 	}
 }
 
+// TestParseClients checks --clients: the numbers parse, and what is not a
+// list of distinct positive counts is refused.
 func TestParseClients(t *testing.T) {
-	got, err := ParseClients("1, 16,64")
+	got, err := parseClients("1, 16,64")
 	if err != nil || !reflect.DeepEqual(got, []int{1, 16, 64}) {
-		t.Errorf("ParseClients = %v, %v, want [1 16 64]", got, err)
+		t.Errorf("parseClients = %v, %v, want [1 16 64]", got, err)
 	}
 	for _, bad := range []string{"", "0", "1,-2", "a", "4,4", "1,,2"} {
-		if _, err := ParseClients(bad); err == nil {
-			t.Errorf("ParseClients(%q) succeeded, want an error", bad)
+		c, err := Decode([]string{"--clients", bad})
+		if err == nil {
+			err = c.Validate()
+		}
+		found := false
+		for _, ve := range ValidationErrors(err) {
+			found = found || ve.Path.Flag == "clients"
+		}
+		if !found {
+			t.Errorf("--clients %q: error = %v, want a validation error of --clients", bad, err)
 		}
 	}
 }

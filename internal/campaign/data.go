@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -15,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
 // baseConf is initdb's postgresql.conf, kept so each campaign renders its
@@ -48,15 +49,7 @@ func readStamp(path string) (*Stamp, error) {
 }
 
 func writeStamp(path string, s *Stamp) error {
-	b, _ := json.MarshalIndent(s, "", "  ")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+	return atomicfile.WriteJSON(path, s, 0o644)
 }
 
 // postgresOwner is the uid/gid files for the server must belong to when
@@ -246,8 +239,8 @@ func removeDataDir(dir string) error {
 // copyDir copies a stopped data directory with cp -a, which keeps owners
 // and modes (PostgreSQL insists on 0700 and its own uid).
 func copyDir(ctx context.Context, src, dst string) error {
-	if out, err := exec.CommandContext(ctx, "cp", "-a", src, dst).CombinedOutput(); err != nil {
-		return fmt.Errorf("cp -a %s %s: %w: %s", src, dst, err, strings.TrimSpace(string(out)))
+	if _, err := remote.RunLocal(ctx, remote.Command{Args: []string{"cp", "-a", src, dst}}, remote.LocalOptions{}); err != nil {
+		return fmt.Errorf("copy data directory: %w", err)
 	}
 	// The unix socket lives in the data directory: drop what the source's
 	// server left there.

@@ -1,24 +1,21 @@
 package campaign
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 )
@@ -30,24 +27,6 @@ const DriftThresholdPct = 5.0
 
 // SysinfoFile is the host facts document written next to the results.
 const SysinfoFile = "sysinfo.json"
-
-// Event is one progress event; it marshals to the --progress-json schema.
-type Event struct {
-	Event          string   `json:"event"` // phase, run_start, run_done, run_skipped, done, warning
-	Message        string   `json:"message,omitempty"`
-	Seq            int      `json:"seq,omitempty"`
-	Total          int      `json:"total,omitempty"`
-	Variant        string   `json:"variant,omitempty"`
-	Clients        int      `json:"clients,omitempty"`
-	Iteration      int      `json:"iteration,omitempty"`
-	TPS            *float64 `json:"tps,omitempty"`
-	Seconds        *float64 `json:"seconds,omitempty"`
-	ElapsedSeconds *float64 `json:"elapsed_seconds,omitempty"`
-	ETASeconds     *float64 `json:"eta_seconds,omitempty"`
-	WallSeconds    *float64 `json:"wall_seconds,omitempty"`
-}
-
-func ptr(f float64) *float64 { return &f }
 
 // UnmetError is a host that lacks what the campaign needs (numactl for
 // pinning, huge pages for a huge_pages=on variant).
@@ -101,16 +80,14 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckHost(); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	e := &engine{cfg: cfg, emit: onEvent, byName: map[string]*variantState{}}
-	var err error
-	if e.serverWrap, err = numaWrap(cfg.ServerNUMA); err != nil {
+	if err := e.pin(); err != nil {
 		return nil, err
 	}
-	if e.clientWrap, err = numaWrap(cfg.ClientNUMA); err != nil {
-		return nil, err
-	}
-	e.checkOverlap()
 	// The lock comes before the journal is read, seed included.
 	if err := mkdirReachable(cfg.OutDir); err != nil {
 		return nil, err
@@ -252,110 +229,13 @@ func wrapCtx(ctx context.Context, err error) error {
 	return err
 }
 
-func numaWrap(spec string) ([]string, error) {
-	args, err := ParseNUMA(spec)
-	if err != nil || len(args) == 0 {
-		return nil, err
-	}
-	path, err := exec.LookPath("numactl")
-	if err != nil {
-		return nil, &UnmetError{fmt.Errorf("pinning %q needs numactl, which is not installed: %w", spec, err)}
-	}
-	return append([]string{path}, args...), nil
-}
-
-// checkOverlap warns when the client and the server may run on the same
-// CPUs, which makes them compete and blurs what is being measured.
-func (e *engine) checkOverlap() {
-	if e.cfg.ServerNUMA == "" && e.cfg.ClientNUMA == "" {
-		return
-	}
-	if e.cfg.ServerNUMA == "" || e.cfg.ClientNUMA == "" {
-		e.warn("only one of the server and the client is pinned (server %q, client %q): the unpinned side may use the other's CPUs", e.cfg.ServerNUMA, e.cfg.ClientNUMA)
-		return
-	}
-	nodes := e.nodes
-	if nodes == nil {
-		nodes, _ = sysinfo.ReadNodes("/")
-	}
-	if shared := sharedCPUs(e.cfg.ServerNUMA, e.cfg.ClientNUMA, nodes); len(shared) > 0 {
-		e.warn("client and server share %d CPUs (server %q, client %q): they compete with each other", len(shared), e.cfg.ServerNUMA, e.cfg.ClientNUMA)
-	}
-}
-
-// sharedCPUs is the sorted CPUs both pinning specs allow. A spec that only
-// sets a memory policy (membind=0) leaves its process free to run on every
-// CPU, so it counts as all the nodes' CPUs.
-func sharedCPUs(server, client string, nodes []sysinfo.Node) []int {
-	all := map[int]bool{}
-	for _, n := range nodes {
-		for _, c := range n.CPUs {
-			all[c] = true
-		}
-	}
-	if len(all) == 0 {
-		// No NUMA topology in sysfs: number the CPUs Go sees.
-		for i := 0; i < runtime.NumCPU(); i++ {
-			all[i] = true
-		}
-	}
-	s, c := cpuSet(server, nodes), cpuSet(client, nodes)
-	if s == nil {
-		s = all
-	}
-	if c == nil {
-		c = all
-	}
-	var shared []int
-	for cpu := range s {
-		if c[cpu] {
-			shared = append(shared, cpu)
-		}
-	}
-	sort.Ints(shared)
-	return shared
-}
-
-// cpuSet is the CPUs a pinning spec allows; nil when it does not restrict CPUs.
-func cpuSet(spec string, nodes []sysinfo.Node) map[int]bool {
-	for _, part := range splitNUMA(spec) {
-		k, val, _ := strings.Cut(part, "=")
-		if k != "cpunodebind" && k != "physcpubind" {
-			continue
-		}
-		list, err := sysinfo.ParseCPUList(val)
-		if err != nil {
-			return nil
-		}
-		set := map[int]bool{}
-		if k == "physcpubind" {
-			for _, c := range list {
-				set[c] = true
-			}
-			return set
-		}
-		for _, id := range list {
-			for _, n := range nodes {
-				if n.ID == id {
-					for _, c := range n.CPUs {
-						set[c] = true
-					}
-				}
-			}
-		}
-		return set
-	}
-	return nil
-}
-
 // version records what `postgres --version` of the variant prints.
 func (e *engine) version(ctx context.Context, vs *variantState) error {
-	path := filepath.Join(vs.BinDir, "postgres")
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	res, err := remote.RunLocal(ctx, remote.Command{Args: []string{filepath.Join(vs.BinDir, "postgres"), "--version"}}, remote.LocalOptions{})
 	if err != nil {
-		return fmt.Errorf("variant %s: %s --version: %w", vs.Name, path, err)
+		return fmt.Errorf("variant %s: %w", vs.Name, err)
 	}
-	vs.version = strings.TrimSpace(string(out))
+	vs.version = strings.TrimSpace(string(res.Stdout))
 	return nil
 }
 
@@ -416,12 +296,9 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 		return err
 	}
 	e.phase("load %s: pgbench -i -s %d", vs.Name, e.cfg.Scale)
-	cmd, err := c.Command(ctx, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...)
+	res, err := c.Run(ctx, c.Command(nil, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...))
 	if err != nil {
-		return err
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w: %s", vs.Name, e.cfg.Scale, err, tail(string(out), 6))
+		return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w", vs.Name, e.cfg.Scale, shortStderr(err, res))
 	}
 	if _, err := c.Psql(ctx, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("variant %s: checkpoint after load: %w", vs.Name, err)
@@ -466,76 +343,21 @@ func (e *engine) stopRunning(ctx context.Context) error {
 	return nil
 }
 
-func hugeInUse() (total, free, rsvd int64) {
-	m, err := sysinfo.ParseMeminfo("/proc/meminfo")
-	if err != nil {
-		return 0, 0, 0
-	}
-	return m["HugePages_Total"], m["HugePages_Free"], m["HugePages_Rsvd"]
-}
-
-// segmentInHugePages says whether the postmaster serving dataDir maps any
-// memory with pages larger than the base page size ("on") or not ("off"), from
-// /proc/PID/smaps. It asks the process itself because the pool counters in
-// /proc/meminfo are machine-wide: another process taking or returning pages
-// at the same moment would fool a before/after comparison.
-func segmentInHugePages(dataDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
-	if err != nil {
-		return "", fmt.Errorf("read postmaster.pid: %w", err)
-	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil || pid <= 0 {
-		return "", fmt.Errorf("postmaster.pid in %s has no pid", dataDir)
-	}
-	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		return "", fmt.Errorf("read mappings of postmaster %d: %w", pid, err)
-	}
-	return hugeMapping(string(smaps)), nil
-}
-
-// hugeMapping returns "on" when an smaps listing has a mapping whose kernel
-// page size exceeds the base page size (hugetlb), else "off".
-func hugeMapping(smaps string) string { return hugeMappingBase(smaps, int64(os.Getpagesize()/1024)) }
-
-// hugeMappingBase is hugeMapping for a base page size of baseKB: kernels
-// with 16 or 64 kB pages (arm64, ppc64le) must not count those as huge.
-func hugeMappingBase(smaps string, baseKB int64) string {
-	for _, line := range strings.Split(smaps, "\n") {
-		rest, ok := strings.CutPrefix(line, "KernelPageSize:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) > 0 {
-			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > baseKB {
-				return "on"
-			}
-		}
-	}
-	return "off"
-}
-
 // start starts vs and checks that huge_pages=on really got its segment
 // from the pool: no silent fallback.
 func (e *engine) start(ctx context.Context, vs *variantState) error {
-	t0, f0, r0 := hugeInUse()
+	pool := hugepages.ReadCounters()
 	if err := vs.cluster.Start(ctx); err != nil {
 		var he *pgctl.HugePagesError
 		if errors.As(err, &he) {
-			return &UnmetError{fmt.Errorf("variant %s: huge_pages=on but the huge-page pool cannot hold its shared memory (HugePages_Total=%d, HugePages_Free=%d, HugePages_Rsvd=%d); reserve a pool first (pgbench-runner hugepages): %w", vs.Name, t0, f0, r0, err)}
+			return &UnmetError{fmt.Errorf("variant %s: huge_pages=on but the huge-page pool cannot hold its shared memory (HugePages_Total=%d, HugePages_Free=%d, HugePages_Rsvd=%d); reserve a pool first (pgbench-runner hugepages): %w", vs.Name, pool.Total, pool.Free, pool.Reserved, err)}
 		}
 		return fmt.Errorf("variant %s: %w", vs.Name, err)
 	}
 	e.running = vs
-	observed := "unknown"
-	if st, ok, err := vs.cluster.HugePagesStatus(ctx); err == nil && ok {
-		observed = st
-	} else if hp, err := segmentInHugePages(vs.cluster.DataDir); err == nil {
-		observed = hp
-	} else {
+	observed, err := hugepages.ServerStatus(ctx, vs.cluster)
+	if err != nil {
+		observed = "unknown"
 		e.warn("variant %s: cannot tell whether the server uses huge pages: %v", vs.Name, err)
 	}
 	if vs.HugePages == "on" && observed == "off" {
@@ -640,15 +462,7 @@ func summarizeRunLogs(dir string) (*pgbench.LogSummary, error) {
 // pinning. With dir set, its command line, stdout and stderr are kept there
 // (file names prefixed with name).
 func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, dir, name string) (stdout, stderrText string, secs float64, err error) {
-	args = append(args, e.connArgs(vs)...)
-	cmd, err := vs.cluster.WrappedCommand(ctx, e.clientWrap, "pgbench", args...)
-	if err != nil {
-		return "", "", 0, err
-	}
-	// A runner killed with SIGKILL cannot stop pgbench itself; the kernel does.
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd := vs.cluster.Command(e.clientWrap, "pgbench", append(args, e.connArgs(vs)...)...)
 	if dir != "" {
 		fo, ferr := os.Create(filepath.Join(dir, name+"stdout"))
 		if ferr != nil {
@@ -660,23 +474,29 @@ func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, d
 			return "", "", 0, fmt.Errorf("create %s: %w", dir, ferr)
 		}
 		defer fe.Close()
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(&so, fo), io.MultiWriter(&se, fe)
+		cmd.OnStdout = func(line string) { fmt.Fprintln(fo, line) }
+		cmd.OnStderr = func(line string) { fmt.Fprintln(fe, line) }
 		os.WriteFile(filepath.Join(dir, name+"command"), []byte(strings.Join(cmd.Args, " ")+"\n"), 0o644)
 	}
-	t := time.Now()
-	err = cmd.Run()
-	secs = time.Since(t).Seconds()
+	res, err := vs.cluster.Run(ctx, cmd)
+	stdout, stderrText, secs = string(res.Stdout), string(res.Stderr), res.Duration.Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
-			return so.String(), se.String(), secs, ctx.Err()
+			return stdout, stderrText, secs, ctx.Err()
 		}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return so.String(), se.String(), secs, fmt.Errorf("pgbench exited with %v: %s", ee, tail(se.String(), 6))
-		}
-		return so.String(), se.String(), secs, fmt.Errorf("start pgbench: %w", err)
+		return stdout, stderrText, secs, shortStderr(err, res)
 	}
-	return so.String(), se.String(), secs, nil
+	return stdout, stderrText, secs, nil
+}
+
+// shortStderr keeps only the last lines of stderr in the error of a command
+// that exited non-zero: its whole output is kept elsewhere or is noise.
+func shortStderr(err error, res remote.Result) error {
+	var ee *remote.ExitError
+	if errors.As(err, &ee) {
+		ee.Stderr = tail(string(res.Stderr), 6)
+	}
+	return err
 }
 
 // results assembles results.json from the journal and writes every report.

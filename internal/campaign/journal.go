@@ -137,8 +137,8 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 			switch {
 			case l.Header != nil:
 				if field := differingField(l.Header.Definition, def); field != "" {
-					return nil, &ValidationError{Field: "--out", Msg: fmt.Sprintf(
-						"%s holds the journal of a different campaign (%s); use another --out, or --fresh to start over", path, field)}
+					return nil, invalid(at("out"), "Campaign Directory In Use",
+						"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
 				}
 				j.StartedAt = l.Header.StartedAt
 				header = true

@@ -113,9 +113,3 @@ func restoreExtras(st *State) error {
 	}
 	return errors.Join(errs...)
 }
-
-// CommitLimit is what the kernel allows with overcommit_memory=2: the ratio
-// applies to memory outside the huge-page pool, plus swap.
-func CommitLimit(memTotal, poolBytes, swapTotal int64, ratio int) int64 {
-	return (memTotal-poolBytes)*int64(ratio)/100 + swapTotal
-}

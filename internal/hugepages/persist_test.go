@@ -61,10 +61,3 @@ func TestPersistOvercommitRoundTrip(t *testing.T) {
 		t.Errorf("persist file after release: %v, want removed", err)
 	}
 }
-
-func TestCommitLimit(t *testing.T) {
-	const gib = int64(1 << 30)
-	if got, want := CommitLimit(128*gib, 32*gib, 0, 90), 96*gib*90/100; got != want {
-		t.Errorf("CommitLimit = %d, want %d", got, want)
-	}
-}

@@ -55,15 +55,12 @@ func TestRealPgbench(t *testing.T) {
 	conn := []string{"-h", c.DataDir, "-U", "postgres", "postgres"}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd, err := c.Command(ctx, "pgbench", append(args, conn...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.CombinedOutput()
+		res, err := c.Run(ctx, c.Command(nil, "pgbench", append(args, conn...)...))
+		out := string(res.Stdout) + string(res.Stderr)
 		if err != nil {
 			t.Fatalf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
+		return out
 	}
 	run(InitArgs(1)...)
 

@@ -4,8 +4,6 @@
 package pgbuild
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,10 +17,13 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
 // DefaultRoot holds the default prefixes, one per build key.
@@ -53,7 +54,8 @@ type Options struct {
 	Jobs int
 	// Prefix to install into; "" means DefaultRoot/<key[:16]>.
 	Prefix string
-	// InstallDeps installs the build dependencies with apt-get or dnf.
+	// InstallDeps installs the build dependencies with the host's package
+	// manager (see pkgmgr).
 	InstallDeps bool
 }
 
@@ -115,12 +117,21 @@ func (e *PatchError) Unwrap() error { return e.Err }
 
 // CompilerVersion is the first line of `cc --version`.
 func CompilerVersion(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "cc", "--version").Output()
+	out, err := output(ctx, "cc", "--version")
 	if err != nil {
-		return "", fmt.Errorf("cc --version: %w", err)
+		return "", err
 	}
-	line, _, _ := strings.Cut(string(out), "\n")
+	line, _, _ := strings.Cut(out, "\n")
 	return strings.TrimSpace(line), nil
+}
+
+// output runs a short query command and returns its stdout.
+func output(ctx context.Context, args ...string) (string, error) {
+	res, err := remote.RunLocal(ctx, remote.Command{Args: args}, remote.LocalOptions{})
+	if err != nil {
+		return "", err
+	}
+	return string(res.Stdout), nil
 }
 
 // keyInputs are everything the build key covers.
@@ -165,38 +176,6 @@ func readPatches(paths []string) ([][]byte, []Patch, error) {
 	return contents, infos, nil
 }
 
-// Key returns the build key of a tarball build (or a git build whose ref is a
-// full commit id) without building anything.
-func Key(ctx context.Context, opts Options) (string, error) {
-	var src string
-	switch {
-	case opts.Tarball != "":
-		sum, err := digest.FileSHA256(opts.Tarball)
-		if err != nil {
-			return "", err
-		}
-		src = "tarball:" + sum
-	case opts.GitURL != "":
-		if !commitRE.MatchString(opts.GitRef) {
-			return "", fmt.Errorf("key of git ref %q: only a full commit id is known without fetching", opts.GitRef)
-		}
-		src = "git:" + strings.ToLower(opts.GitRef)
-	default:
-		return "", errors.New("key: no tarball or git source")
-	}
-	patches, _, err := readPatches(opts.Patches)
-	if err != nil {
-		return "", err
-	}
-	cc, err := CompilerVersion(ctx)
-	if err != nil {
-		return "", err
-	}
-	return keyInputs{src, patches, opts.ConfigureFlags, opts.CFlags, cc}.key(), nil
-}
-
-var commitRE = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
-
 // requiredTools are checked before anything is built.
 func requiredTools(opts Options) []string {
 	tools := []string{"cc", "make", "flex", "bison", "patch", "tar"}
@@ -209,20 +188,10 @@ func requiredTools(opts Options) []string {
 	return tools
 }
 
-func packageManager() string {
-	if _, err := exec.LookPath("apt-get"); err == nil {
-		return "apt-get"
-	}
-	if _, err := exec.LookPath("dnf"); err == nil {
-		return "dnf"
-	}
-	return ""
-}
-
-// depPackages are the build dependencies per package manager.
-var depPackages = map[string][]string{
-	"apt-get": {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "libreadline-dev", "zlib1g-dev", "libnuma-dev", "libicu-dev", "pkg-config"},
-	"dnf":     {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "readline-devel", "zlib-devel", "numactl-devel", "libicu-devel", "pkgconf-pkg-config"},
+// depPackages are the build dependencies per package family.
+var depPackages = map[pkgmgr.Family][]string{
+	pkgmgr.Deb: {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "libreadline-dev", "zlib1g-dev", "libnuma-dev", "libicu-dev", "pkg-config"},
+	pkgmgr.RPM: {"gcc", "make", "flex", "bison", "patch", "bzip2", "git", "readline-devel", "zlib-devel", "numactl-devel", "libicu-devel", "pkgconf-pkg-config"},
 }
 
 func checkTools(opts Options) error {
@@ -235,35 +204,23 @@ func checkTools(opts Options) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	pm := packageManager()
 	pkgs := "gcc make flex bison patch bzip2 (and the readline, zlib, libnuma, ICU development packages, pkg-config)"
-	if pm != "" {
-		pkgs = pm + " install " + strings.Join(depPackages[pm], " ")
+	if m, err := pkgmgr.Detect(); err == nil {
+		pkgs = m.Name + " install " + strings.Join(depPackages[m.Family()], " ")
 	}
 	return &MissingToolsError{Tools: missing, Packages: pkgs}
 }
 
-// InstallDeps installs the build dependencies with the host's package manager.
+// InstallDeps installs the missing build dependencies with the host's
+// package manager, writing its output to log.
 func InstallDeps(ctx context.Context, log io.Writer) error {
-	pm := packageManager()
-	if pm == "" {
-		return errors.New("install build dependencies: neither apt-get nor dnf found")
+	m, err := pkgmgr.Detect()
+	if err != nil {
+		return fmt.Errorf("install build dependencies: %w", err)
 	}
-	var cmds [][]string
-	if pm == "apt-get" {
-		cmds = append(cmds, []string{"apt-get", "update"})
-		cmds = append(cmds, append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, depPackages[pm]...))
-	} else {
-		cmds = append(cmds, append([]string{"dnf", "install", "-y"}, depPackages[pm]...))
-	}
-	for _, c := range cmds {
-		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, log), io.MultiWriter(&buf, log)
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w: %s", strings.Join(c, " "), err, tail(buf.String(), 20))
-		}
+	opts := pkgmgr.Options{NoRecommends: true, Log: func(l string) { fmt.Fprintln(log, l) }}
+	if _, err := m.Install(ctx, depPackages[m.Family()], opts); err != nil {
+		return fmt.Errorf("install build dependencies: %w", err)
 	}
 	return nil
 }
@@ -318,11 +275,11 @@ func lock(ctx context.Context, path string) (func(), error) {
 
 // Version returns the first line of `postgres --version` in binDir.
 func Version(ctx context.Context, binDir string) (string, error) {
-	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "postgres"), "--version").Output()
+	out, err := output(ctx, filepath.Join(binDir, "postgres"), "--version")
 	if err != nil {
-		return "", fmt.Errorf("%s --version: %w", filepath.Join(binDir, "postgres"), err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	return strings.TrimSpace(out), nil
 }
 
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\S+)`)
@@ -340,17 +297,17 @@ func Adopt(ctx context.Context, binDir string) (Result, error) {
 	if m == nil {
 		return Result{}, fmt.Errorf("adopt %s: parse postgres --version %q", binDir, pgv)
 	}
-	cfgOut, err := exec.CommandContext(ctx, filepath.Join(binDir, "pg_config"), "--version").Output()
+	cfgOut, err := output(ctx, filepath.Join(binDir, "pg_config"), "--version")
 	if err != nil {
-		return Result{}, fmt.Errorf("adopt %s: pg_config --version: %w", binDir, err)
+		return Result{}, fmt.Errorf("adopt %s: %w", binDir, err)
 	}
-	cfgV := strings.TrimSpace(string(cfgOut)) // "PostgreSQL 15.18 (Debian ...)"
+	cfgV := strings.TrimSpace(cfgOut) // "PostgreSQL 15.18 (Debian ...)"
 	if f := strings.Fields(cfgV); len(f) < 2 || f[1] != m[1] {
 		return Result{}, fmt.Errorf("adopt %s: pg_config says %q but postgres says %q", binDir, cfgV, pgv)
 	}
 	var args []string
-	if out, err := exec.CommandContext(ctx, filepath.Join(binDir, "pg_config"), "--configure").Output(); err == nil {
-		args = splitConfigure(strings.TrimSpace(string(out)))
+	if out, err := output(ctx, filepath.Join(binDir, "pg_config"), "--configure"); err == nil {
+		args = splitConfigure(strings.TrimSpace(out))
 	}
 	sum := sha256.Sum256([]byte("system:" + binDir + ":" + pgv + ":" + cfgV))
 	return Result{
@@ -635,35 +592,33 @@ func buildEnviron() []string {
 }
 
 // run runs one build command in dir, streaming its output to the log and
-// progress, and returns its output.
+// progress, and returns its output, stdout and stderr interleaved as they
+// arrived. A cancel stops the command's whole process group: make -j, its
+// sub-makes and their compilers.
 func (b *builder) run(phase, dir string, env []string, name string, args ...string) (string, error) {
 	cmdline := name + " " + strings.Join(args, " ")
 	fmt.Fprintf(b.log, "==> [%s] %s\n", phase, cmdline)
 	b.progress(phase, "$ "+cmdline)
-	cmd := exec.CommandContext(b.ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(buildEnviron(), "LC_ALL=C"), env...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var out bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(b.log, line)
-			out.WriteString(line + "\n")
-			b.progress(phase, line)
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	err := cmd.Run()
-	pw.Close()
-	<-done
+	var mu sync.Mutex
+	var out strings.Builder
+	line := func(l string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(b.log, l)
+		out.WriteString(l + "\n")
+		b.progress(phase, l)
+	}
+	c := remote.Command{Args: append([]string{name}, args...), Dir: dir, OnStdout: line, OnStderr: line}
+	_, err := remote.RunLocal(b.ctx, c, remote.LocalOptions{Environ: append(append(buildEnviron(), "LC_ALL=C"), env...)})
+	mu.Lock()
+	defer mu.Unlock()
 	if err != nil {
-		return out.String(), fmt.Errorf("%s: %s: %w (full log: %s)\n%s", phase, cmdline, err, b.logPath, tail(out.String(), 30))
+		var ee *remote.ExitError
+		if errors.As(err, &ee) {
+			// The output tail below already holds stderr, in order.
+			ee.Stderr = ""
+		}
+		return out.String(), fmt.Errorf("%s: %w (full log: %s)\n%s", phase, err, b.logPath, tail(out.String(), 30))
 	}
 	return out.String(), nil
 }
@@ -672,13 +627,11 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
 	git := func(args ...string) (string, error) {
 		progress("extract", "$ git "+strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
+		res, err := remote.RunLocal(ctx, remote.Command{Args: append([]string{"git"}, args...), Dir: dir}, remote.LocalOptions{})
 		if err != nil {
-			return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 		}
-		return strings.TrimSpace(string(out)), nil
+		return strings.TrimSpace(string(res.Stdout)), nil
 	}
 	if _, err := git("init", "-q"); err != nil {
 		return "", err

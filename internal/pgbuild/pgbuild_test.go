@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,73 +205,41 @@ func TestBuildCached(t *testing.T) {
 	if elapsed >= time.Second {
 		t.Fatalf("cached build took %v, want under 1s", elapsed)
 	}
-	key, err := Key(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != first.BuildKey {
-		t.Fatalf("Key() = %s, want build key %s", key, first.BuildKey)
-	}
 }
 
+// The build key changes with every input a build depends on, and only then.
 func TestKeyChanges(t *testing.T) {
-	tarball(t)
-	testhost.RequireCommand(t, "cc")
-	ctx := context.Background()
-	base := testOpts(t, "")
-	baseKey, err := Key(ctx, base)
+	patch, err := os.ReadFile(testPatch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Key(ctx, testOpts(t, ""))
-	if err != nil {
-		t.Fatal(err)
+	base := func() keyInputs {
+		return keyInputs{"tarball:" + strings.Repeat("a", 64), [][]byte{patch}, append([]string(nil), testFlags...), "", "cc (Debian 12.2.0-14) 12.2.0"}
 	}
-	if again != baseKey {
-		t.Fatalf("same options: key %s, want %s", again, baseKey)
+	baseKey := base().key()
+	if again := base().key(); again != baseKey {
+		t.Fatalf("same inputs: key %s, want %s", again, baseKey)
 	}
-
-	flag := testOpts(t, "")
-	flag.ConfigureFlags = append(flag.ConfigureFlags, "--with-libnuma")
-	if k := mustKey(t, flag); k == baseKey {
-		t.Errorf("extra configure flag: key unchanged %s", k)
+	changed := func(name string, change func(*keyInputs)) {
+		t.Helper()
+		k := base()
+		change(&k)
+		if got := k.key(); got == baseKey {
+			t.Errorf("%s: key unchanged %s", name, got)
+		}
 	}
-
-	cf := testOpts(t, "")
-	cf.CFlags = "-O3"
-	if k := mustKey(t, cf); k == baseKey {
-		t.Errorf("cflags: key unchanged %s", k)
-	}
-
-	b, err := os.ReadFile(testPatch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2 := []byte(strings.Replace(string(b), "250, 10", "251, 10", 1))
-	p2 := filepath.Join(t.TempDir(), "bgwriter-delay.patch")
-	if err := os.WriteFile(p2, b2, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pp := testOpts(t, "")
-	pp.Patches = []string{p2}
-	if k := mustKey(t, pp); k == baseKey {
-		t.Errorf("one patch byte changed: key unchanged %s", k)
-	}
-
-	none := testOpts(t, "")
-	none.Patches = nil
-	if k := mustKey(t, none); k == baseKey {
-		t.Errorf("no patch: key unchanged %s", k)
-	}
-}
-
-func mustKey(t *testing.T, opts Options) string {
-	t.Helper()
-	k, err := Key(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("Key: %v", err)
-	}
-	return k
+	changed("extra configure flag", func(k *keyInputs) { k.flags = append(k.flags, "--with-libnuma") })
+	changed("cflags", func(k *keyInputs) { k.cflags = "-O3" })
+	changed("one patch byte", func(k *keyInputs) {
+		k.patches = [][]byte{[]byte(strings.Replace(string(patch), "250, 10", "251, 10", 1))}
+	})
+	changed("no patch", func(k *keyInputs) { k.patches = nil })
+	changed("other source", func(k *keyInputs) { k.sourceID = "git:" + strings.Repeat("b", 40) })
+	changed("other compiler", func(k *keyInputs) { k.compiler = "clang version 16.0.6" })
+	// Fields are length-prefixed: moving a boundary is a different key.
+	changed("flags split differently", func(k *keyInputs) {
+		k.flags = []string{strings.Join(testFlags, "")}
+	})
 }
 
 func TestBuildBadPatch(t *testing.T) {
@@ -427,4 +397,97 @@ func TestBuildEnvironDropsEnclosingMake(t *testing.T) {
 	if !strings.Contains(env, "PGBUILD_KEEP_ME=yes") {
 		t.Errorf("build environment lost an ordinary variable")
 	}
+}
+
+// buildProcesses lists the processes working under dir (their cwd or their
+// command line names it), as "pid comm".
+func buildProcesses(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if !strings.HasPrefix(cwd, dir+"/") && !strings.Contains(string(cmdline), dir+"/") {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		out = append(out, e.Name()+" "+strings.TrimSpace(string(comm)))
+	}
+	return out
+}
+
+// A cancelled build stops everything it started: make -j, its sub-makes and
+// the compilers they run, not only the make it ran itself.
+func TestCancelStopsWholeBuild(t *testing.T) {
+	tb := tarball(t)
+	for _, tool := range []string{"cc", "make", "flex", "bison", "patch"} {
+		testhost.RequireCommand(t, tool)
+	}
+	root := scratchRoot(t)
+	t.Cleanup(func() {
+		// Whatever is left must not keep building after the test.
+		for _, p := range buildProcesses(root) {
+			pid, _ := strconv.Atoi(strings.Fields(p)[0])
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	making := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		opts := Options{Tarball: tb, ConfigureFlags: testFlags, Prefix: filepath.Join(root, "pg"), Jobs: 4}
+		_, err := Build(ctx, opts, func(phase, line string) {
+			if phase == "make" {
+				once.Do(func() { close(making) })
+			}
+		})
+		done <- err
+	}()
+	select {
+	case <-making:
+	case err := <-done:
+		t.Fatalf("build ended before make: %v", err)
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("make did not start within 10 minutes")
+	}
+	compiling := func() bool {
+		for _, p := range buildProcesses(root) {
+			switch strings.Fields(p)[1] {
+			case "cc", "gcc", "cc1", "clang":
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !compiling(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compiler seen under %s within 2 minutes of make starting", root)
+		}
+	}
+	t.Logf("cancelling with %d processes under the build dir", len(buildProcesses(root)))
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled build: err = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Build did not return within 30s of the cancel; still running: %v", buildProcesses(root))
+	}
+	var left []string
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if left = buildProcesses(root); len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Fatalf("processes of the cancelled build still running 3s after Build returned: %v", left)
 }

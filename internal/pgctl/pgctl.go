@@ -5,14 +5,11 @@
 package pgctl
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -21,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
 // DefaultUser is the account commands run as when the caller is root.
@@ -37,23 +36,6 @@ type Cluster struct {
 	// memory policy, and so does every backend it forks.
 	Wrap []string
 }
-
-// CommandError is a PostgreSQL command that ran and exited non-zero.
-type CommandError struct {
-	Args   []string
-	Stderr string
-	Err    error
-}
-
-func (e *CommandError) Error() string {
-	msg := strings.TrimSpace(e.Stderr)
-	if msg == "" {
-		return fmt.Sprintf("%s: %v", strings.Join(e.Args, " "), e.Err)
-	}
-	return fmt.Sprintf("%s: %v: %s", strings.Join(e.Args, " "), e.Err, msg)
-}
-
-func (e *CommandError) Unwrap() error { return e.Err }
 
 // credential returns the uid/gid to run as, or nil when not root.
 func (c *Cluster) credential() (*syscall.Credential, error) {
@@ -73,40 +55,28 @@ func (c *Cluster) credential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// Command returns a command for a program in BinDir, run as the PostgreSQL
-// user when the caller is root, in its own process group.
-func (c *Cluster) Command(ctx context.Context, prog string, args ...string) (*exec.Cmd, error) {
-	return c.WrappedCommand(ctx, nil, prog, args...)
+// killGrace is how long a cancelled PostgreSQL command gets between SIGTERM
+// and SIGKILL: initdb removes the data directory it was making.
+const killGrace = 10 * time.Second
+
+// Command is the command line that runs prog from BinDir with args, under
+// the command prefix wrap (e.g. numactl with a CPU binding) when one is
+// given, in / with the C locale. Run runs it.
+func (c *Cluster) Command(wrap []string, prog string, args ...string) remote.Command {
+	argv := append(append(append([]string{}, wrap...), filepath.Join(c.BinDir, prog)), args...)
+	return remote.Command{Args: argv, Dir: "/", Env: map[string]string{"LC_ALL": "C", "LANG": "C"}, KillGrace: killGrace}
 }
 
-// WrappedCommand is Command with the program run under the command prefix
-// wrap (e.g. numactl with a CPU binding); an empty wrap is Command. On
-// cancel the whole process group gets SIGTERM, then SIGKILL after a grace
-// period, so no child outlives the caller's context.
-func (c *Cluster) WrappedCommand(ctx context.Context, wrap []string, prog string, args ...string) (*exec.Cmd, error) {
-	path := filepath.Join(c.BinDir, prog)
-	var cmd *exec.Cmd
-	if len(wrap) > 0 {
-		cmd = exec.CommandContext(ctx, wrap[0], append(append(append([]string{}, wrap[1:]...), path), args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, path, args...)
-	}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	}
-	cmd.WaitDelay = 10 * time.Second
+// Run runs cmd as the PostgreSQL user when the caller is root, the way every
+// local command runs (remote.RunLocal): in its own process group, all of it
+// stopped on cancel. A command that exits non-zero returns its Result with
+// a *remote.ExitError; one that cannot start, a *remote.StartError.
+func (c *Cluster) Run(ctx context.Context, cmd remote.Command) (remote.Result, error) {
 	cred, err := c.credential()
 	if err != nil {
-		return nil, err
+		return remote.Result{}, err
 	}
-	// Own process group so a cancel kills postgres children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
-	return cmd, nil
+	return remote.RunLocal(ctx, cmd, remote.LocalOptions{Credential: cred})
 }
 
 // PsqlArgs are the psql arguments that reach this cluster over its unix socket.
@@ -125,21 +95,8 @@ func (c *Cluster) run(ctx context.Context, prog string, args ...string) (string,
 }
 
 func (c *Cluster) runWrapped(ctx context.Context, wrap []string, prog string, args ...string) (string, error) {
-	cmd, err := c.WrappedCommand(ctx, wrap, prog, args...)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(c.BinDir, prog)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return stdout.String(), &CommandError{Args: append([]string{path}, args...), Stderr: stderr.String(), Err: err}
-		}
-		return "", fmt.Errorf("start %s: %w", path, err)
-	}
-	return stdout.String(), nil
+	res, err := c.Run(ctx, c.Command(wrap, prog, args...))
+	return string(res.Stdout), err
 }
 
 // Major returns the PostgreSQL major version of BinDir ("postgres (PostgreSQL) 15.8").
@@ -376,11 +333,22 @@ func lastLines(s string, n int) string {
 func (c *Cluster) LogFile() string { return filepath.Join(c.DataDir, "server.log") }
 
 // Start starts the server with pg_ctl and waits until it accepts connections.
-// A start refused for want of huge pages is a *HugePagesError.
+// A start refused for want of huge pages is a *HugePagesError. A start that
+// fails or is cancelled stops the server it started, if any: pg_ctl puts
+// the postmaster in a session of its own, beyond the reach of the process
+// group that a cancel stops.
 func (c *Cluster) Start(ctx context.Context) error {
+	pidFile := filepath.Join(c.DataDir, "postmaster.pid")
+	_, statErr := os.Stat(pidFile)
 	_, err := c.runWrapped(ctx, c.Wrap, "pg_ctl", "-D", c.DataDir, "-l", c.LogFile(), "-w", "-t", "60", "start")
 	if err == nil {
 		return nil
+	}
+	if _, err := os.Stat(pidFile); err == nil && statErr != nil {
+		// Only a server this call started: one that was running before is not ours.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		c.run(stopCtx, "pg_ctl", "-D", c.DataDir, "-m", "immediate", "-w", "-t", "60", "stop")
+		cancel()
 	}
 	log, _ := os.ReadFile(c.LogFile())
 	if isHugePagesFailure(string(log)) {

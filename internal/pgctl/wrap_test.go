@@ -2,11 +2,15 @@ package pgctl
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -74,4 +78,70 @@ func TestSocketDirStaysUnderTheKernelLimit(t *testing.T) {
 	if again := long.SocketDir(); again != got {
 		t.Errorf("SocketDir is not stable: %s then %s", got, again)
 	}
+}
+
+// A start cancelled after pg_ctl launched the postmaster stops that server:
+// the postmaster runs in a session of its own, so the cancel of pg_ctl's
+// process group does not reach it.
+func TestCancelledStartLeavesNoServer(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "postgres", pg15)
+	c, cleanup, err := Scratch(context.Background(), pg15, map[string]string{"shared_buffers": "16MB", "huge_pages": "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	// pg_ctl starts the server, then the wrapper keeps the start from
+	// returning until the cancel.
+	c.Wrap = []string{"sh", "-c", `"$@" && exec sleep 60`, "sh"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	pidFile := filepath.Join(c.DataDir, "postmaster.pid")
+	var pid string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.Contains(string(b), "ready") {
+			pid, _, _ = strings.Cut(string(b), "\n")
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Start returned %v before the server was ready", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready within a minute")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled Start: err = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Start did not return within 30s of the cancel")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join("/proc", pid)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(mustAtoi(t, pid), syscall.SIGQUIT)
+			t.Fatalf("postmaster %s still running 5s after the cancelled Start returned", pid)
+		}
+	}
+	if _, err := os.Stat(pidFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("postmaster.pid after the cancelled start: stat err = %v, want not exist", err)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 )
 
@@ -27,14 +28,39 @@ func (localExecutor) String() string { return "local" }
 func (localExecutor) Close() error   { return nil }
 
 func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
+	return RunLocal(ctx, c, LocalOptions{})
+}
+
+// LocalOptions are what only a command run on this machine can have.
+type LocalOptions struct {
+	// Credential, when set, runs the command as that user and group
+	// (PostgreSQL refuses to run as root).
+	Credential *syscall.Credential
+	// Environ, when not nil, is the environment the command starts from
+	// instead of this process's; Command.Env is added to it.
+	Environ []string
+}
+
+// RunLocal runs c on this machine and waits for it, the way every local
+// process of the runner runs: directly (no shell), in its own process group,
+// killed with the caller if the caller dies, and on cancel the whole group
+// gets SIGTERM and, after c's kill grace, SIGKILL, so nothing it started
+// (sub-makes, compilers, backends) outlives the call. Errors are as
+// Executor.Run documents: *StartError, *ExitError, or the context's error.
+// A program that puts itself in a session of its own (the postmaster pg_ctl
+// starts) is out of the group's reach by design.
+func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 	name := c.String()
 	if len(c.Args) == 0 {
 		return Result{}, &StartError{Command: name, Err: errors.New("empty command")}
 	}
 	cmd := exec.Command(c.Args[0], c.Args[1:]...)
 	cmd.Dir = c.Dir
+	cmd.Env = o.Environ
 	if len(c.Env) > 0 {
-		cmd.Env = os.Environ()
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
 		for k, v := range c.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -44,8 +70,9 @@ func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 	stderr := &lineWriter{fn: c.OnStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group so the whole tree can be signalled; Pdeathsig so a
-	// crash of this process does not leave the command running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// crash of this process does not leave the command running (Go sets it
+	// after the credential change, which would clear it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: o.Credential}
 	// Grandchildren holding the pipes open must not make Wait hang forever.
 	cmd.WaitDelay = c.killGrace() + time.Second
 
@@ -116,29 +143,8 @@ func (localExecutor) Upload(ctx context.Context, r io.Reader, path string, mode 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, fmt.Errorf("create %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return res, fmt.Errorf("create temp file in %s: %w", dir, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return res, fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return res, fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return res, fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return res, fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return res, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	if err := atomicfile.WriteFile(path, data, mode); err != nil {
+		return res, fmt.Errorf("upload: %w", err)
 	}
 	got, err := digest.FileSHA256(path)
 	if err != nil {

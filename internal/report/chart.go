@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
 
 // Chart size. At gonum/plot's default 96 dpi the PNG is 768x480 pixels.
@@ -36,7 +38,7 @@ func WriteChart(dir string, r *Results) error {
 		if err != nil {
 			return fmt.Errorf("chart %s: %w", f.name, err)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, f.name), func(w io.Writer) error {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), 0o644, func(w io.Writer) error {
 			_, err := wt.WriteTo(w)
 			return err
 		}); err != nil {

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
 
 // Names of the files WriteAll writes into the campaign directory, besides
@@ -55,46 +56,11 @@ func WriteAll(dir string, r *Results) error {
 		}{name + ".txt", func(w io.Writer) error { return WriteBenchstat(w, r, name) }})
 	}
 	for _, f := range files {
-		if err := writeFileAtomic(filepath.Join(dir, f.name), f.write); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), 0o644, f.write); err != nil {
 			return err
 		}
 	}
 	return WriteChart(dir, r)
-}
-
-// writeFileAtomic writes path through a temporary file in the same
-// directory and renames it into place.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // WriteJSON writes r as indented results.json. A zero SchemaVersion is

@@ -3,12 +3,11 @@ package runnerbin
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 // DefaultDir is where the runner is installed on a host.
@@ -25,6 +24,11 @@ type Installed struct {
 	SHA256  string
 	Version string // as `pgbench-runner version --json` reports it
 	Skipped bool   // the host already had this exact binary
+	// NewDir is set when the install directory did not exist before.
+	NewDir bool
+	// TuneState is set when the directory already held a tuning state file,
+	// left by an earlier install whose runner has since vanished.
+	TuneState bool
 }
 
 // Install uploads the runner matching the host's `uname -m` into dir (or
@@ -45,29 +49,45 @@ func Install(ctx context.Context, ex remote.Executor, src Source, dir string) (I
 	if err != nil {
 		return Installed{}, err
 	}
-	dst := path.Join(dir, "pgbench-runner")
-	up, err := ex.Upload(ctx, bytes.NewReader(bin), dst, 0o755)
+	// What was there before is only knowable now: the upload makes the
+	// directory.
+	in := Installed{Path: runnerclient.BinaryPath(dir), Arch: arch,
+		NewDir: !exists(ctx, ex, dir), TuneState: exists(ctx, ex, runnerclient.TuneStatePath(dir))}
+	up, err := ex.Upload(ctx, bytes.NewReader(bin), in.Path, 0o755)
 	if err != nil {
-		return Installed{}, fmt.Errorf("upload runner to %s:%s: %w", ex, dst, err)
+		return Installed{}, fmt.Errorf("upload runner to %s:%s: %w", ex, in.Path, err)
 	}
-	v, err := RunnerVersion(ctx, ex, dst)
-	if err != nil {
+	in.SHA256, in.Skipped = up.SHA256, up.Skipped
+	if in.Version, err = RunnerVersion(ctx, ex, in.Path); err != nil {
 		return Installed{}, err
 	}
-	return Installed{Path: dst, Arch: arch, SHA256: up.SHA256, Version: v, Skipped: up.Skipped}, nil
+	return in, nil
 }
 
-// RunnerVersion runs `pgbench-runner version --json` at p on the host.
+// exists reports whether p exists on the host. The runner is not there yet
+// to ask, so this is the installer's one probe besides uname.
+func exists(ctx context.Context, ex remote.Executor, p string) bool {
+	_, err := ex.Run(ctx, remote.Command{Args: []string{"test", "-e", p}})
+	return err == nil
+}
+
+// RunnerVersion runs `pgbench-runner version --json` at p on the host. A
+// runner that is not there gives an error wrapping
+// runnerclient.ErrNotInstalled.
 func RunnerVersion(ctx context.Context, ex remote.Executor, p string) (string, error) {
-	res, err := ex.Run(ctx, remote.Command{Args: []string{p, "version", "--json"}})
-	if err != nil {
-		return "", fmt.Errorf("run %s on %s: %w", p, ex, err)
-	}
 	var v struct {
 		Version string `json:"version"`
 	}
-	if err := json.Unmarshal(res.Stdout, &v); err != nil || v.Version == "" {
-		return "", fmt.Errorf("%s version --json on %s printed %q, not the runner's version document", p, ex, strings.TrimSpace(string(res.Stdout)))
+	err := runnerclient.New(ex, p).Run(ctx, &v, "version")
+	var oe *runnerclient.OutputError
+	if errors.As(err, &oe) {
+		return "", fmt.Errorf("%s version --json on %s printed %q, not the runner's version document", p, ex, bytes.TrimSpace(oe.Stdout))
+	}
+	if err != nil {
+		return "", err
+	}
+	if v.Version == "" {
+		return "", fmt.Errorf("%s version --json on %s printed no version: not the runner's version document", p, ex)
 	}
 	return v.Version, nil
 }

@@ -120,3 +120,39 @@ func TestInstallSSH(t *testing.T) {
 		t.Errorf("second install Skipped = false, want true")
 	}
 }
+
+// Install tells the caller what was in the directory before it, so a
+// destroy removes only a directory the install made.
+func TestInstallReportsWhatWasThere(t *testing.T) {
+	fake := []byte("#!/bin/sh\necho '{\"version\": \"fake\"}'\n")
+	src := func(string) ([]byte, error) { return fake, nil }
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	ctx := context.Background()
+	ex := remote.NewLocal()
+	first, err := Install(ctx, ex, src, dir)
+	if err != nil {
+		t.Fatalf("Install: %v", err)
+	}
+	if !first.NewDir || first.TuneState {
+		t.Errorf("first install: NewDir %v, TuneState %v; want true, false", first.NewDir, first.TuneState)
+	}
+	again, err := Install(ctx, ex, src, dir)
+	if err != nil {
+		t.Fatalf("second Install: %v", err)
+	}
+	if again.NewDir || again.TuneState {
+		t.Errorf("second install: NewDir %v, TuneState %v; want false, false", again.NewDir, again.TuneState)
+	}
+	// A runner that vanished, leaving its tuning state behind.
+	if err := os.WriteFile(filepath.Join(dir, "tune-state.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(first.Path)
+	third, err := Install(ctx, ex, src, dir)
+	if err != nil {
+		t.Fatalf("third Install: %v", err)
+	}
+	if third.NewDir || !third.TuneState {
+		t.Errorf("install over a tuning state: NewDir %v, TuneState %v; want false, true", third.NewDir, third.TuneState)
+	}
+}

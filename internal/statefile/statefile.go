@@ -6,21 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
 
-// Write stores v as indented JSON at path, atomically: a crash leaves either
-// the old record or the new one, never half of one.
+// Write stores v as indented JSON at path, readable by its owner only,
+// atomically: a crash leaves either the old record or the new one, never
+// half of one.
 func Write(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write state %s: %w", path, err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write state %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write state %s: %w", path, err)
+	if err := atomicfile.WriteJSON(path, v, 0o600); err != nil {
+		return fmt.Errorf("save state: %w", err)
 	}
 	return nil
 }

@@ -40,3 +40,26 @@ func TestReadErrorsNameTheFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteErrorKeepsRecord: a record that cannot be encoded is an error
+// and the previous record stays readable.
+func TestWriteErrorKeepsRecord(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "state.json")
+	if err := Write(p, map[string]int{"previous": 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(p, map[string]any{"previous": make(chan int)}); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Write of an unencodable record = %v, want an error naming %s", err, p)
+	}
+	var got map[string]int
+	if err := Read(p, &got); err != nil || got["previous"] != 7 {
+		t.Errorf("record after a failed write = %v, %v; want the old one", got, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("record mode = %v, want 0600", got)
+	}
+}

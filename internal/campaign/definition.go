@@ -1,0 +1,103 @@
+package campaign
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+)
+
+// Field is one setting of a campaign definition, described once: how the
+// runner spells it, where pgbench_ab_benchmark puts it, its default and what
+// it means. The runner's flags and the provider's schema descriptions both
+// read Fields, so a default is written in one place.
+type Field struct {
+	// Flag is the runner flag without its dashes; "" for a part of a
+	// variant, which travels inside --variant.
+	Flag string
+	// Attribute is the provider's attribute path, dotted
+	// ("workload.scale"); "" when Terraform does not expose the field.
+	Attribute string
+	// Default is the value taken when the field is not given, in the flag's
+	// syntax; "" when the zero value is the default.
+	Default string
+	// Usage is a one-line description, plain text (no Markdown, no
+	// backquotes: pflag reads those as the name of the value).
+	Usage string
+}
+
+// MaxVariantName is the longest variant name: names become directory and
+// file names and benchstat labels, and 63 is PostgreSQL's identifier limit.
+const MaxVariantName = 63
+
+// Fields is every setting of a campaign, in the order the runner's help
+// and the encoder list them.
+var Fields = []Field{
+	{Flag: "out", Usage: "campaign directory: journal, results, reports and raw logs (required)"},
+	{Flag: "variant", Attribute: "variant",
+		Usage: `a variant: name=N,bin=DIR[,huge_pages=on|off|try] (two or more; the first is the baseline); a ',' or '\' inside a value is written '\,' or '\\'`},
+	{Attribute: "variant.name",
+		Usage: fmt.Sprintf("variant name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d characters", MaxVariantName)},
+	{Attribute: "variant.bin_dir",
+		Usage: "directory with " + strings.Join(pgctl.BinDirPrograms, ", ") + ", e.g. the bin_dir of a pgbench_postgres_build"},
+	{Flag: "variant-set", Attribute: "variant.settings",
+		Usage: "postgresql.conf setting of one variant, NAME:KEY=VALUE (repeatable); VALUE is taken as it is, any character included (set=k=v;k=v inside --variant is read too)"},
+	{Attribute: "variant.huge_pages", Default: "try",
+		Usage: "huge pages: on, off or try (PostgreSQL's own default); with on the runner checks that the server really took its memory from the huge-page pool"},
+	{Flag: "set", Attribute: "settings", Usage: "postgresql.conf setting shared by all variants, KEY=VALUE (repeatable); a variant's own settings win"},
+	{Flag: "mode", Attribute: "workload.mode", Default: "select-only", Usage: "workload: select-only, tpcb, simple-update or custom"},
+	{Flag: "script", Attribute: "workload.script", Usage: "path on the host of the pgbench script of mode custom"},
+	{Flag: "scale", Attribute: "workload.scale", Default: "10", Usage: "pgbench scale factor (-s) of the dataset"},
+	{Flag: "clients", Attribute: "workload.clients", Default: "1", Usage: "client counts, comma separated, e.g. 1,16,64"},
+	{Flag: "threads", Attribute: "workload.threads", Default: "auto", Usage: "pgbench threads (-j): a number, or auto = min(clients, CPUs)"},
+	{Flag: "duration", Attribute: "workload.duration", Default: "60s", Usage: "length of each measured run, in whole seconds (60s, 2m)"},
+	{Flag: "iterations", Attribute: "workload.iterations", Default: "5",
+		Usage: "runs per variant and client count (4 is the fewest with which a difference can reach significance at alpha 0.05)"},
+	{Flag: "protocol", Attribute: "workload.protocol", Default: "simple", Usage: "query protocol: simple, extended or prepared"},
+	{Flag: "warmup", Attribute: "workload.warmup", Usage: "unrecorded pgbench run before each measured run, in whole seconds (none by default)"},
+	{Flag: "checkpoint-before", Attribute: "workload.checkpoint_before", Default: "false", Usage: "run CHECKPOINT before each measured run"},
+	{Flag: "restart", Attribute: "workload.restart", Default: RestartNever,
+		Usage: "when servers restart: never (only to switch variants), cell (at each new cell) or run (before every run)"},
+	{Flag: "order", Attribute: "order", Default: OrderAlternate,
+		Usage: "run order: alternate (ABAB at each client count, the first variant rotated each iteration) or randomized (with seed)"},
+	{Flag: "seed", Attribute: "seed", Usage: "seed of the randomized order, recorded with the results; without one the runner takes it from the clock, pgbench_ab_benchmark from the definition"},
+	{Flag: "server-numa", Attribute: "server_numa", Usage: "numactl pinning of the postmaster, e.g. cpunodebind=0,membind=0"},
+	{Flag: "client-numa", Attribute: "client_numa", Usage: "numactl pinning of pgbench, e.g. cpunodebind=1,membind=1"},
+	{Flag: "alpha", Attribute: "alpha", Default: "0.05", Usage: "significance level of the verdicts, more than 0 and at most 0.5"},
+	{Flag: "data-dir", Usage: "root of the per-variant data directories (default OUT/data)"},
+	{Flag: "clone", Default: "false", Usage: "copy the first variant's loaded data directory to variants with the same catalog version"},
+}
+
+// FieldByFlag is the field the runner spells --flag; the zero Field when
+// there is none.
+func FieldByFlag(flag string) Field {
+	for _, f := range Fields {
+		if f.Flag == flag && flag != "" {
+			return f
+		}
+	}
+	return Field{}
+}
+
+// FieldByAttribute is the field at the provider's attribute path (dotted,
+// without list indexes: "variant.huge_pages"); the zero Field when there is
+// none.
+func FieldByAttribute(attr string) Field {
+	for _, f := range Fields {
+		if f.Attribute == attr && attr != "" {
+			return f
+		}
+	}
+	return Field{}
+}
+
+// DefaultConfig is a definition with every field at its default: what the
+// runner's flags hold before any is given, and where the provider starts
+// before it applies a configuration.
+func DefaultConfig() *Config {
+	c, err := Decode(nil)
+	if err != nil {
+		panic("campaign: the defaults in Fields do not decode: " + err.Error())
+	}
+	return c
+}

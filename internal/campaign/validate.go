@@ -1,0 +1,276 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+)
+
+// Path locates the part of a campaign definition an error is about, so the
+// runner can name the flag and the provider the attribute.
+type Path struct {
+	// Flag is the field, by its runner flag without dashes ("variant",
+	// "clients", "set", "mode").
+	Flag string
+	// Index is the element of a list field (a variant, a client count);
+	// -1 for the whole field.
+	Index int
+	// Part is the part of a variant: "name", "bin_dir", "settings" or
+	// "huge_pages"; "" for the whole variant.
+	Part string
+	// Key is a setting's name, in set or in a variant's settings.
+	Key string
+}
+
+func at(flag string) Path { return Path{Flag: flag, Index: -1} }
+
+func variantAt(i int, part string) Path { return Path{Flag: "variant", Index: i, Part: part} }
+
+// ref is a reference to another field inside a message: the runner renders
+// it as its flag, the provider as its attribute.
+type ref string
+
+// ValidationError is a campaign definition that cannot run.
+type ValidationError struct {
+	Path Path
+	// Title names the fault in a few words, Title Case ("Invalid Client
+	// Count"), for a diagnostic's summary.
+	Title string
+	// Uses are the other fields (by flag) the check read: an error about
+	// script may be due to mode.
+	Uses   []string
+	format string
+	args   []any
+}
+
+func invalid(p Path, title, format string, args ...any) *ValidationError {
+	e := &ValidationError{Path: p, Title: title, format: format, args: args}
+	for _, a := range args {
+		if r, ok := a.(ref); ok && string(r) != p.Flag && !slices.Contains(e.Uses, string(r)) {
+			e.Uses = append(e.Uses, string(r))
+		}
+	}
+	return e
+}
+
+// Text renders the error with name giving each field's name: the field at
+// fault, which leads the message, and the fields it refers to.
+func (e *ValidationError) Text(name func(Path) string) string {
+	args := make([]any, len(e.args))
+	for i, a := range e.args {
+		if r, ok := a.(ref); ok {
+			a = name(at(string(r)))
+		}
+		args[i] = a
+	}
+	msg := fmt.Sprintf(e.format, args...)
+	// A message that opens with its own field needs no prefix.
+	if strings.HasPrefix(e.format, "%s") && len(e.args) > 0 && e.args[0] == ref(e.Path.Flag) {
+		return msg
+	}
+	return name(e.Path) + ": " + msg
+}
+
+func (e *ValidationError) Error() string {
+	return e.Text(func(p Path) string { return "--" + p.Flag })
+}
+
+// IsValidation reports whether err is or holds a *ValidationError.
+func IsValidation(err error) bool {
+	var ve *ValidationError
+	return errors.As(err, &ve)
+}
+
+// ValidationErrors lists the *ValidationError values err holds, when it is
+// one or joins several (as Validate returns them).
+func ValidationErrors(err error) []*ValidationError {
+	var out []*ValidationError
+	var walk func(error)
+	walk = func(err error) {
+		if ve, ok := err.(*ValidationError); ok {
+			out = append(out, ve)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+// settingName is what a postgresql.conf parameter name may look like
+// (custom ones have a dot: auto_explain.log_min_duration).
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+var variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Validate checks everything about the definition that can be checked
+// without the host, and returns every fault it finds: *ValidationError
+// values, joined. CheckHost checks the rest on the host.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(p Path, title, format string, args ...any) {
+		errs = append(errs, invalid(p, title, format, args...))
+	}
+	switch len(c.Variants) {
+	case 0:
+		add(at("variant"), "No Variants", "no variants: an A/B campaign needs two or more (the first is the baseline)")
+	case 1:
+		add(at("variant"), "Only One Variant", "only one variant (%s): an A/B campaign needs two or more (the first is the baseline)", c.Variants[0].Name)
+	}
+	firstAt := map[string]int{}
+	for i, v := range c.Variants {
+		switch {
+		case !variantName.MatchString(v.Name):
+			add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", v.Name)
+		case len(v.Name) > MaxVariantName:
+			add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q is %d characters long; the limit is %d (names become file names and report labels)", v.Name, len(v.Name), MaxVariantName)
+		}
+		if j, dup := firstAt[v.Name]; dup {
+			add(variantAt(i, "name"), "Duplicate Variant Name", "variant name %q is used twice (variants %d and %d); give each variant its own name", v.Name, j, i)
+		} else {
+			firstAt[v.Name] = i
+		}
+		if v.BinDir == "" {
+			add(variantAt(i, "bin_dir"), "Missing Bin Dir", "variant %s: no bin dir", v.Name)
+		}
+		switch v.HugePages {
+		case "on", "off", "try":
+		default:
+			add(variantAt(i, "huge_pages"), "Invalid Huge Pages Setting", "variant %s: huge_pages=%q; want on, off or try", v.Name, v.HugePages)
+		}
+		for _, k := range sortedKeys(v.Settings) {
+			p := variantAt(i, "settings")
+			p.Key = k
+			switch {
+			case k == "huge_pages":
+				add(p, "Huge Pages In Settings", "variant %s: set huge pages with the variant's huge_pages (on, off or try), not in its settings, so the runner can check the server really used them", v.Name)
+			case !settingName.MatchString(k):
+				add(p, "Invalid Setting Name", "variant %s: setting name %q is not valid", v.Name, k)
+			}
+		}
+	}
+	for _, k := range sortedKeys(c.Settings) {
+		p := at("set")
+		p.Key = k
+		switch {
+		case k == "huge_pages":
+			add(p, "Huge Pages In Settings", "huge_pages is per variant: set each variant's huge_pages (on, off or try) instead")
+		case !settingName.MatchString(k):
+			add(p, "Invalid Setting Name", "setting name %q is not valid", k)
+		}
+	}
+	if _, err := pgbench.ParseMode(c.Mode); err != nil {
+		add(at("mode"), "Unknown Workload Mode", "%v", err)
+	}
+	switch {
+	case c.Mode == string(pgbench.ModeCustom) && c.Script == "":
+		add(at("script"), "Missing Script", "%s custom needs %s, the path of the pgbench script on the host", ref("mode"), ref("script"))
+	case c.Mode != string(pgbench.ModeCustom) && c.Script != "":
+		add(at("script"), "Script Without Custom Mode", "only with %s custom; %s is %q", ref("mode"), ref("mode"), c.Mode)
+	}
+	if c.Scale < 1 {
+		add(at("scale"), "Invalid Scale", "%d must be at least 1", c.Scale)
+	}
+	if len(c.Clients) == 0 {
+		add(at("clients"), "No Client Counts", "no client counts: give one or more, e.g. 1,16,64")
+	}
+	seenClients := map[int]bool{}
+	for i, n := range c.Clients {
+		p := at("clients")
+		p.Index = i
+		if n < 1 {
+			add(p, "Invalid Client Count", "client count %d must be at least 1", n)
+		}
+		if seenClients[n] {
+			add(p, "Duplicate Client Count", "client count %d is given twice", n)
+		}
+		seenClients[n] = true
+	}
+	if c.Threads != "auto" {
+		if n, err := strconv.Atoi(c.Threads); err != nil || n < 1 {
+			add(at("threads"), "Invalid Threads", "%q, want a positive number or auto", c.Threads)
+		}
+	}
+	switch {
+	case c.Duration <= 0:
+		add(at("duration"), "Invalid Duration", "%v must be positive", c.Duration)
+	case c.Duration%time.Second != 0:
+		add(at("duration"), "Invalid Duration", "%v: pgbench runs whole seconds", c.Duration)
+	}
+	if c.Warmup < 0 || c.Warmup%time.Second != 0 {
+		add(at("warmup"), "Invalid Duration", "%v: want zero or whole seconds", c.Warmup)
+	}
+	if c.Iterations < 1 {
+		add(at("iterations"), "Invalid Iterations", "%d must be at least 1", c.Iterations)
+	}
+	if _, err := pgbench.ParseProtocol(c.Protocol); err != nil {
+		add(at("protocol"), "Invalid Protocol", "%v", err)
+	}
+	switch c.Restart {
+	case RestartNever, RestartCell, RestartRun:
+	default:
+		add(at("restart"), "Invalid Restart", "%q, want never, cell or run", c.Restart)
+	}
+	switch c.Order {
+	case OrderAlternate, OrderRandomized:
+	default:
+		add(at("order"), "Invalid Order", "%q, want alternate or randomized", c.Order)
+	}
+	if c.SeedSet && c.Order != OrderRandomized {
+		add(at("seed"), "Seed Without Randomized Order", "%s only applies to %s randomized", ref("seed"), ref("order"))
+	}
+	if _, err := ParseNUMA(c.ServerNUMA); err != nil {
+		add(at("server-numa"), "Invalid NUMA Pinning", "%v", err)
+	}
+	if _, err := ParseNUMA(c.ClientNUMA); err != nil {
+		add(at("client-numa"), "Invalid NUMA Pinning", "%v", err)
+	}
+	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
+		add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
+	}
+	return errors.Join(errs...)
+}
+
+// CheckHost checks what Validate cannot: that the campaign directory is
+// given and that the files the definition names exist on this host.
+func (c *Config) CheckHost() error {
+	var errs []error
+	if c.OutDir == "" {
+		errs = append(errs, invalid(at("out"), "Missing Campaign Directory", "%s is required", ref("out")))
+	}
+	for i, v := range c.Variants {
+		if err := pgctl.CheckBinDir(v.BinDir); err != nil {
+			errs = append(errs, invalid(variantAt(i, "bin_dir"), "Incomplete Bin Dir", "variant %s: %v", v.Name, err))
+		}
+	}
+	if c.Script != "" {
+		if _, err := os.Stat(c.Script); err != nil {
+			errs = append(errs, invalid(at("script"), "Missing Script", "%v", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sortedKeys returns the keys of m in order, so messages and command lines
+// built from maps are deterministic.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,126 @@
+package campaign
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestValidateAll checks that Validate reports every fault at once, each
+// with the path of the field at fault and the fields the check read.
+func TestValidateAll(t *testing.T) {
+	c := &Config{
+		Variants: []Variant{
+			{Name: "a", BinDir: "/x", Settings: map[string]string{"huge_pages": "on"}},
+			{Name: strings.Repeat("x", MaxVariantName+1), BinDir: "/x", HugePages: "maybe"},
+			{Name: "a", BinDir: ""},
+		},
+		Settings: map[string]string{"bad name": "1"},
+		Mode:     "tpcb", Script: "/s.sql", Scale: 0, Clients: []int{4, 0, 4}, Threads: "x", Duration: 0,
+		Iterations: 0, Warmup: time.Millisecond, Protocol: "binary", Restart: "sometimes", Order: OrderAlternate,
+		SeedSet: true, ServerNUMA: "nodes=0", ClientNUMA: "cpunodebind", Alpha: 0.7,
+	}
+	c.Defaults()
+	type found struct {
+		path  string
+		title string
+		uses  []string
+	}
+	var got []found
+	for _, ve := range ValidationErrors(c.Validate()) {
+		p := ve.Path
+		s := p.Flag
+		if p.Index >= 0 {
+			s += fmt.Sprintf("[%d]", p.Index)
+		}
+		if p.Part != "" {
+			s += "." + p.Part
+		}
+		if p.Key != "" {
+			s += fmt.Sprintf("[%q]", p.Key)
+		}
+		got = append(got, found{s, ve.Title, ve.Uses})
+	}
+	want := []found{
+		{`variant[0].settings["huge_pages"]`, "Huge Pages In Settings", nil},
+		{"variant[1].name", "Invalid Variant Name", nil},
+		{"variant[1].huge_pages", "Invalid Huge Pages Setting", nil},
+		{"variant[2].name", "Duplicate Variant Name", nil},
+		{"variant[2].bin_dir", "Missing Bin Dir", nil},
+		{`set["bad name"]`, "Invalid Setting Name", nil},
+		{"script", "Script Without Custom Mode", []string{"mode"}},
+		{"scale", "Invalid Scale", nil},
+		{"clients[1]", "Invalid Client Count", nil},
+		{"clients[2]", "Duplicate Client Count", nil},
+		{"threads", "Invalid Threads", nil},
+		{"duration", "Invalid Duration", nil},
+		{"warmup", "Invalid Duration", nil},
+		{"iterations", "Invalid Iterations", nil},
+		{"protocol", "Invalid Protocol", nil},
+		{"restart", "Invalid Restart", nil},
+		{"seed", "Seed Without Randomized Order", []string{"order"}},
+		{"server-numa", "Invalid NUMA Pinning", nil},
+		{"client-numa", "Invalid NUMA Pinning", nil},
+		{"alpha", "Invalid Alpha", nil},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors =\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestValidationErrorText renders the same error for the runner (flags)
+// and for another reader (here, upper-cased names).
+func TestValidationErrorText(t *testing.T) {
+	c := &Config{Variants: []Variant{{Name: "a", BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Mode: "custom", Scale: 1, Clients: []int{1},
+		Duration: time.Second, Iterations: 1, SeedSet: true}
+	c.Defaults()
+	errs := ValidationErrors(c.Validate())
+	var runner, other []string
+	for _, e := range errs {
+		runner = append(runner, e.Error())
+		other = append(other, e.Text(func(p Path) string { return strings.ToUpper(p.Flag) }))
+	}
+	want := []string{"--script: --mode custom needs --script, the path of the pgbench script on the host", "--seed only applies to --order randomized"}
+	if !reflect.DeepEqual(runner, want) {
+		t.Errorf("runner messages = %q, want %q", runner, want)
+	}
+	want = []string{"SCRIPT: MODE custom needs SCRIPT, the path of the pgbench script on the host", "SEED only applies to ORDER randomized"}
+	if !reflect.DeepEqual(other, want) {
+		t.Errorf("messages = %q, want %q", other, want)
+	}
+}
+
+func TestVariantNameLimit(t *testing.T) {
+	for n, ok := range map[int]bool{MaxVariantName: true, MaxVariantName + 1: false} {
+		c := &Config{Variants: []Variant{{Name: strings.Repeat("v", n), BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Scale: 1, Clients: []int{1},
+			Duration: time.Second, Iterations: 1}
+		c.Defaults()
+		err := c.Validate()
+		if (err == nil) != ok {
+			t.Errorf("name of %d characters: Validate = %v, want ok %v", n, err, ok)
+		}
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	bin := fakeBinDir(t)
+	c := &Config{Variants: []Variant{{Name: "a", BinDir: bin}, {Name: "b", BinDir: t.TempDir()}}, Script: "/nonexistent/x.sql"}
+	var got []string
+	for _, e := range ValidationErrors(c.CheckHost()) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"--out is required",
+		"--variant: variant b: bin dir " + c.Variants[1].BinDir + " has no postgres, initdb, pg_ctl, pgbench, psql executables",
+		"--script: stat /nonexistent/x.sql: no such file or directory",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CheckHost =\n%q\nwant\n%q", got, want)
+	}
+	c.OutDir, c.Variants[1].BinDir, c.Script = t.TempDir(), bin, ""
+	if err := c.CheckHost(); err != nil {
+		t.Errorf("CheckHost(complete) = %v, want nil", err)
+	}
+}

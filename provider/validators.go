@@ -1,0 +1,53 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
+)
+
+// packageNames refuses names a package manager would take as options, by
+// the same rule the runner's bootstrap applies.
+type packageNames struct{}
+
+func (packageNames) Description(context.Context) string {
+	return "package names must be non-empty, contain no whitespace or comma and not start with -"
+}
+func (v packageNames) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (packageNames) ValidateList(ctx context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() {
+			continue
+		}
+		if err := pkgmgr.CheckName(s.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Invalid Package Name", err.Error()+".")
+		}
+	}
+}
+
+// durationValidator checks a Go duration string.
+type durationValidator struct{ min time.Duration }
+
+func (v durationValidator) Description(context.Context) string {
+	return fmt.Sprintf("must be a Go duration such as 12h or 90m, at least %s", v.min)
+}
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v durationValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d < v.min {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
+			fmt.Sprintf("%q %s.", req.ConfigValue.ValueString(), v.Description(ctx)))
+	}
+}
