@@ -64,7 +64,8 @@ func fixture(t *testing.T) *Results {
 		}
 	}
 	runs[4].Drift, runs[4].DriftPct = true, -12.5
-	cells, warnings, err := Summarize(variants, clients, runs, 0.05)
+	an := AnalysisFor("alternate", 0.05)
+	cells, warnings, err := Summarize(variants, clients, runs, an)
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
@@ -82,7 +83,7 @@ func fixture(t *testing.T) *Results {
 		Workload: Workload{Mode: "select-only", Scale: 100, Clients: clients, Threads: "auto", DurationSeconds: 30,
 			Iterations: 7, Protocol: "prepared", WarmupSeconds: 10, Restart: "never", Order: "alternate",
 			ServerNUMA: "cpunodebind=0,membind=0", ClientNUMA: "cpunodebind=0"},
-		Alpha:    0.05,
+		Alpha: 0.05, Method: an.Method(), Correction: an.CorrectionName(),
 		Cells:    cells,
 		Runs:     runs,
 		Warnings: warnings,
@@ -184,7 +185,7 @@ func TestReadResults(t *testing.T) {
 	}
 
 	for _, tt := range []struct{ name, doc, want string }{
-		{"future version", `{"schema_version": 2}`, "schema_version 2"},
+		{"future version", `{"schema_version": 3}`, "schema_version 3"},
 		{"no version", `{"cells": []}`, "no schema_version"},
 		{"not json", `results`, "decode results"},
 	} {
@@ -301,7 +302,7 @@ func TestChartAxis(t *testing.T) {
 				runs = append(runs, Run{Seq: len(runs) + 1, Variant: v, Clients: c, Iteration: 1, TPS: float64(100 * (i + 1))})
 			}
 		}
-		cells, _, err := Summarize(ab(), tt.clients, runs, 0.05)
+		cells, _, err := Summarize(ab(), tt.clients, runs, Analysis{Alpha: 0.05, Paired: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,12 +373,13 @@ func TestGoldenFewIterations(t *testing.T) {
 		"stock":   {16: {50000, 50500, 49800}, 64: {60000, 60100, 59900}},
 		"patched": {16: {56000, 56200, 55900}, 64: {60050, 59950, 60000}},
 	}, "stock", "patched")
-	cells, warnings, err := Summarize(ab(), []int{16, 64}, runs, 0.05)
+	an := AnalysisFor("randomized", 0.05)
+	cells, warnings, err := Summarize(ab(), []int{16, 64}, runs, an)
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
 	r := &Results{
-		SchemaVersion: SchemaVersion, Variants: ab(), Alpha: 0.05, Cells: cells, Runs: runs, Warnings: warnings,
+		SchemaVersion: SchemaVersion, Variants: ab(), Alpha: 0.05, Method: an.Method(), Correction: an.CorrectionName(), Cells: cells, Runs: runs, Warnings: warnings,
 		Workload: Workload{Mode: "tpcb", Scale: 10, Clients: []int{16, 64}, Iterations: 3, DurationSeconds: 60, Order: "randomized", Seed: 42},
 		Command:  []string{"pgbench-runner", "ab", "--mode", "tpcb"},
 	}

@@ -36,11 +36,11 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		fmt.Fprintf(&b, "Median TPS of %s per variant and client count, min-max in parentheses. ",
 			plural(iters, "iteration")+durationText(wl.DurationSeconds))
 		if len(names) > 1 {
-			fmt.Fprintf(&b, "Delta: candidate median vs %s median; %g%% confidence interval of the delta; "+
-				"p: Mann-Whitney U test; verdict at alpha = %g.", mdText(names[0]), Confidence*100, r.Alpha)
+			b.WriteString(methodSentence(r, names[0]))
 		}
 		b.WriteString("\n\n")
 		writeResultsTable(&b, r, names)
+		writeStatisticsTable(&b, r, names)
 		writeLatencyTable(&b, r, names)
 	}
 
@@ -92,7 +92,7 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 		fmt.Fprintf(b, " %s |", mdCell(n))
 	}
 	for _, c := range cands {
-		fmt.Fprintf(b, " %s vs %s | %g%% CI | p | verdict |", mdCell(c), mdCell(base), Confidence*100)
+		fmt.Fprintf(b, " %s vs %s | CI | p (adjusted) | verdict |", mdCell(c), mdCell(base))
 	}
 	b.WriteString("\n|--:|")
 	b.WriteString(strings.Repeat("--:|", len(names)))
@@ -115,12 +115,70 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 				continue
 			}
 			verdict := cmp.Verdict
-			if cmp.Note != "" {
+			switch {
+			case cmp.Note != "" && cmp.CILowPct == nil:
 				verdict += " (too few iterations)"
+			case cmp.Note != "":
+				verdict += " (see warnings)"
 			}
-			fmt.Fprintf(b, " %s | %s | %s | %s |", pct(cmp.DeltaPct), ciText(cmp), pValue(cmp.PValue), verdict)
+			fmt.Fprintf(b, " %s | %s | %s | %s |", pct(cmp.DeltaPct), ciText(cmp), pValue(cmp.PAdjusted), verdict)
 		}
 		b.WriteString("\n")
+	}
+}
+
+// methodSentence names the method behind the deltas, intervals and
+// verdicts in one sentence a reviewer can check.
+func methodSentence(r *Results, base string) string {
+	var m string
+	switch r.Method {
+	case MethodPairedT:
+		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s TPS ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
+			"interval and p from a paired t test on the log ratios", mdText(base))
+	case MethodHodgesLehmann:
+		m = fmt.Sprintf("Delta: Hodges-Lehmann shift of log TPS, candidate vs %s (runs in randomized order, unpaired); "+
+			"interval and p from the exact Mann-Whitney test", mdText(base))
+	default:
+		m = "Delta: candidate vs " + mdText(base)
+	}
+	if r.Correction == CorrectionHolm {
+		m += "; p adjusted across all comparisons of the campaign by Holm's method"
+	}
+	return m + fmt.Sprintf("; verdict at alpha = %g, each interval at the level at which it excludes 0 exactly when the verdict is significant.", r.Alpha)
+}
+
+// writeStatisticsTable gives what a reviewer checks behind each verdict:
+// the runs used, the spread of each side, the interval's level, the raw
+// and adjusted p, the smallest effect the campaign could have detected, and
+// the drift across the cell's runs.
+func writeStatisticsTable(b *strings.Builder, r *Results, names []string) {
+	if len(names) < 2 {
+		return
+	}
+	base := names[0]
+	b.WriteString("\nStatistics: n = runs used per side (pairs when paired); CV and IQR of TPS per side; " +
+		"MDE = change detectable with 80% power at this noise; drift = TPS trend across the cell's runs.\n\n")
+	b.WriteString("| clients | comparison | n | CV | IQR (tps) | CI level | p | p adjusted | MDE | drift |\n")
+	b.WriteString("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, cell := range r.Cells {
+		for _, cmp := range cell.Comparisons {
+			bv, cv := cell.Variants[cmp.Baseline], cell.Variants[cmp.Candidate]
+			mde := "n/a"
+			if cmp.MDEPct != nil {
+				mde = fmt.Sprintf("%.2f%%", *cmp.MDEPct)
+			}
+			drift := "n/a"
+			if cell.DriftPctPerHour != nil {
+				drift = fmt.Sprintf("%+.2f%%/h", *cell.DriftPctPerHour)
+			}
+			level := "n/a"
+			if cmp.CILowPct != nil {
+				level = fmt.Sprintf("%.4g%%", cmp.CILevel*100)
+			}
+			fmt.Fprintf(b, "| %d | %s vs %s | %d / %d | %.2f%% / %.2f%% | %.1f / %.1f | %s | %s | %s | %s | %s |\n",
+				cell.Clients, mdCell(cmp.Candidate), mdCell(base), cmp.NBaseline, cmp.NCandidate,
+				bv.CV*100, cv.CV*100, bv.IQRTPS, cv.IQRTPS, level, pValue(cmp.PValue), pValue(cmp.PAdjusted), mde, drift)
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ import "time"
 // SchemaVersion is the version of the results.json layout. The provider
 // refuses documents with a version it does not know; bump it on any
 // incompatible change.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Results is results.json: the contract between the runner and the provider.
 type Results struct {
@@ -22,9 +22,15 @@ type Results struct {
 	Command  []string  `json:"command"`
 	Variants []Variant `json:"variants"`
 	Workload Workload  `json:"workload"`
-	// Alpha is the significance level of the verdicts.
+	// Alpha is the family-wise significance level of the verdicts.
 	Alpha float64 `json:"alpha"`
-	Cells []Cell  `json:"cells"`
+	// Method names the comparison method (MethodPairedT or
+	// MethodHodgesLehmann) and Correction the adjustment of the p-values
+	// across all comparisons of the campaign (CorrectionHolm or
+	// CorrectionNone).
+	Method     string `json:"method"`
+	Correction string `json:"correction"`
+	Cells      []Cell `json:"cells"`
 	// Runs are in the order they ran.
 	Runs []Run `json:"runs"`
 	// Sysinfo is the host's `pgbench-runner sysinfo --json` document, kept
@@ -77,6 +83,9 @@ type Cell struct {
 	Clients     int                    `json:"clients"`
 	Variants    map[string]VariantCell `json:"variants"`
 	Comparisons []Comparison           `json:"comparisons"`
+	// DriftPctPerHour is the trend of TPS over the cell's runs, with a
+	// level per variant, in percent per hour; nil with too few runs.
+	DriftPctPerHour *float64 `json:"drift_pct_per_hour"`
 }
 
 // VariantCell summarizes every iteration of one variant at one client count.
@@ -107,19 +116,38 @@ type Latency struct {
 type Comparison struct {
 	Baseline  string `json:"baseline"`
 	Candidate string `json:"candidate"`
-	// DeltaPct is (median(candidate) / median(baseline) - 1) * 100.
+	// Method is MethodPairedT or MethodHodgesLehmann. NBaseline and
+	// NCandidate are the runs the method used (the number of pairs, twice,
+	// when paired).
+	Method     string `json:"method"`
+	NBaseline  int    `json:"n_baseline"`
+	NCandidate int    `json:"n_candidate"`
+	// DeltaPct is the method's estimate of the change of the candidate's
+	// TPS relative to the baseline's, in percent: the geometric mean of the
+	// pairs' ratios (paired) or the Hodges-Lehmann shift of log TPS
+	// (unpaired).
 	DeltaPct float64 `json:"delta_pct"`
-	// CILowPct and CIHighPct bound DeltaPct at 95% confidence; nil when the
-	// samples are too small for an interval.
+	// CILowPct and CIHighPct bound DeltaPct at confidence CILevel, the
+	// level at which the interval excludes 0 exactly when the verdict is
+	// significant (0.95 for a single comparison at alpha 0.05, higher when
+	// the correction across comparisons asks for it); nil when the runs
+	// are too few for an interval.
 	CILowPct  *float64 `json:"ci_low_pct"`
 	CIHighPct *float64 `json:"ci_high_pct"`
-	// PValue is from a Mann-Whitney U test.
-	PValue float64 `json:"p_value"`
+	CILevel   float64  `json:"ci_level"`
+	// PValue is the method's two-sided p-value; PAdjusted is it after the
+	// correction across the campaign's comparisons, and decides the verdict.
+	PValue    float64 `json:"p_value"`
+	PAdjusted float64 `json:"p_adjusted"`
+	// MDEPct is the smallest change, in percent, that this comparison's
+	// test would call with 80% probability given the noise it observed;
+	// nil when it cannot be estimated.
+	MDEPct *float64 `json:"mde_pct"`
 	// Verdict is "faster", "slower" or "no-difference" (the candidate,
-	// relative to the baseline, at Results.Alpha).
+	// relative to the baseline, at Results.Alpha after the correction).
 	Verdict string `json:"verdict"`
 	// Note explains a verdict that could not have gone otherwise, e.g. too
-	// few iterations for any difference to reach significance.
+	// few runs for a test.
 	Note string `json:"note,omitempty"`
 }
 

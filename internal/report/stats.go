@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/aclements/go-moremath/stats"
-	"golang.org/x/perf/benchmath"
 )
 
 // Verdicts of a Comparison.
@@ -17,12 +17,45 @@ const (
 	VerdictNoDifference = "no-difference"
 )
 
-// Confidence is the confidence level of Comparison.CILowPct/CIHighPct.
-const Confidence = 0.95
+// Analysis says how Summarize compares the variants.
+type Analysis struct {
+	// Alpha is the family-wise significance level of the verdicts.
+	Alpha float64
+	// Paired compares runs of the same client count and iteration as pairs,
+	// which the alternating order makes them; false (a randomized order)
+	// compares the samples unpaired.
+	Paired bool
+	// Correction is CorrectionHolm (the default when empty) or
+	// CorrectionNone.
+	Correction string
+}
 
-// maxIterationsHint bounds the search for the iteration count that could
-// reach significance; past it the answer is just "more".
-const maxIterationsHint = 50
+// AnalysisFor is the analysis a campaign's order calls for: paired for
+// the alternating order, unpaired for a randomized one, Holm's correction
+// in both.
+func AnalysisFor(order string, alpha float64) Analysis {
+	return Analysis{Alpha: alpha, Paired: order != "randomized", Correction: CorrectionHolm}
+}
+
+// Method is the comparison method the analysis uses.
+func (an Analysis) Method() string {
+	if an.Paired {
+		return MethodPairedT
+	}
+	return MethodHodgesLehmann
+}
+
+// CorrectionName is the correction the analysis applies ("" means Holm).
+func (an Analysis) CorrectionName() string {
+	if an.Correction == "" {
+		return CorrectionHolm
+	}
+	return an.Correction
+}
+
+// driftWarnPct is how much drift over a cell's span deserves a warning
+// whatever the delta: past 1% the order of runs starts to matter.
+const driftWarnPct = 1.0
 
 // Summarize computes one Cell per client count from the runs of a campaign.
 // The baseline is variants[0]; every other variant is a candidate compared
@@ -30,33 +63,54 @@ const maxIterationsHint = 50
 // variant without runs at a client count gets an empty VariantCell and no
 // comparison, and a warning says so.
 //
-// Statistics come from golang.org/x/perf/benchmath with AssumeNothing, as
-// benchstat does by default, because TPS across iterations is rarely normal:
+// Per variant: the median, min, max, IQR and CV of TPS (go-moremath, the
+// library benchmath is built on; quartiles by Hyndman and Fan's R8).
 //
-//   - MedianTPS is benchmath's median; MinTPS, MaxTPS, IQRTPS and CV
-//     (sample standard deviation / mean) come from go-moremath, the library
-//     benchmath is built on; its quartiles use Hyndman and Fan's method R8.
-//   - PValue is the two-sided Mann-Whitney U test of benchmath's Compare.
-//     The verdict is significant when PValue <= alpha (benchstat's rule):
-//     "faster" when the candidate's median is higher, "slower" when lower,
-//     "no-difference" otherwise.
-//   - DeltaPct is the difference of medians in percent. Its interval is the
-//     conservative one built from the two per-sample median intervals,
-//     [cand.Lo/base.Hi - 1, cand.Hi/base.Lo - 1]. Each per-sample interval
-//     is taken at sqrt(0.95) so that both hold together with probability at
-//     least 0.95 (the samples are independent), which makes the delta
-//     interval a true 95% interval rather than roughly 90%. Small samples
-//     have no finite median interval; such bounds are nil. With this rule
-//     at least 7 iterations per variant give a finite interval.
-//   - When n1 and n2 are too small for even completely separated samples
-//     to reach alpha (3 vs 3 cannot go below p = 0.1), Comparison.Note says
-//     so and a warning names the iteration count that would be needed.
-func Summarize(variants []Variant, clients []int, runs []Run, alpha float64) ([]Cell, []string, error) {
+// Per comparison, on log TPS so that a +5% and a -5% change are symmetric:
+//
+//   - Paired (the alternating order): the runs of baseline and candidate with
+//     the same iteration form a pair, run back to back, so whatever drifts
+//     slowly (the machine's load, caches, thermal state) cancels in the pair.
+//     The estimate is the mean of ln(B_i/A_i), turned into a percentage; the
+//     test is the paired t test and the interval the t interval around that
+//     mean (gonum's Student's t). Log ratios of throughputs are close to
+//     normal, the t test is exact for normal data and robust otherwise, and
+//     unlike Wilcoxon's signed-rank test it gives a finite interval from 3
+//     pairs rather than 6.
+//   - Unpaired (a randomized order): the Hodges-Lehmann shift (the median of
+//     all pairwise differences of log TPS), the exact two-sided Mann-Whitney
+//     test (go-moremath's U distribution), and the distribution-free interval
+//     whose ends are the order statistics of those differences at the test's
+//     critical values. It needs 4 runs per side.
+//
+// In both, the interval and the test come from one distribution, so the
+// interval excludes 0 exactly when the test rejects at the interval's level.
+// The p-values of all comparisons of the campaign (every client count and
+// candidate) are adjusted by Holm's method, the verdict is taken from the
+// adjusted p, and the interval is given at the level at which its own test
+// rejects exactly when the adjusted p is at most alpha (alpha/(m-k+1) for
+// the k-th smallest of m p-values): verdict and interval never disagree.
+// Verdicts: "faster" or "slower" when the adjusted p <= alpha, by the sign
+// of the estimate; "no-difference" otherwise.
+//
+// The minimum detectable effect is the change the same test would detect
+// with 80% probability at the same level, given the noise observed.
+//
+// Drift across runs: per cell, the slope of log TPS over the runs' start
+// times with a level per variant, in percent per hour; a warning when the
+// drift over the cell's span is large next to the cell's deltas.
+func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Cell, []string, error) {
+	alpha := an.Alpha
 	if len(variants) == 0 {
 		return nil, nil, errors.New("summarize: no variants")
 	}
 	if !(alpha > 0 && alpha < 1) {
 		return nil, nil, fmt.Errorf("summarize: alpha %v is not between 0 and 1", alpha)
+	}
+	switch an.Correction {
+	case "", CorrectionHolm, CorrectionNone:
+	default:
+		return nil, nil, fmt.Errorf("summarize: unknown correction %q (want %s or %s)", an.Correction, CorrectionHolm, CorrectionNone)
 	}
 	known := make(map[string]bool, len(variants))
 	for _, v := range variants {
@@ -94,8 +148,8 @@ func Summarize(variants []Variant, clients []int, runs []Run, alpha float64) ([]
 		if !ok {
 			return nil, nil, fmt.Errorf("summarize: run %d has client count %d, not one of %v", r.Seq, r.Clients, clients)
 		}
-		if math.IsNaN(r.TPS) || math.IsInf(r.TPS, 0) || r.TPS < 0 {
-			return nil, nil, fmt.Errorf("summarize: run %d has invalid tps %v", r.Seq, r.TPS)
+		if math.IsNaN(r.TPS) || math.IsInf(r.TPS, 0) || r.TPS <= 0 {
+			return nil, nil, fmt.Errorf("summarize: run %d has invalid tps %v (want a positive number)", r.Seq, r.TPS)
 		}
 		byCell[i][r.Variant] = append(byCell[i][r.Variant], r)
 	}
@@ -107,23 +161,27 @@ func Summarize(variants []Variant, clients []int, runs []Run, alpha float64) ([]
 			warnings = append(warnings, msg)
 		}
 	}
-	thresholds := &benchmath.Thresholds{CompareAlpha: alpha}
-	perSample := math.Sqrt(Confidence)
 
+	// First every comparison's inference, then the correction across all
+	// of them, then the intervals at the corrected levels.
+	type pending struct {
+		cell, idx int
+		inf       inference
+	}
+	var all []pending
 	cells := make([]Cell, len(clients))
 	for i, c := range clients {
 		cell := Cell{Clients: c, Variants: make(map[string]VariantCell, len(variants)), Comparisons: []Comparison{}}
-		summaries := make(map[string]benchmath.Summary, len(variants))
-		samples := make(map[string]*benchmath.Sample, len(variants))
+		var perVariant [][]Run
 		for _, v := range variants {
 			rs := byCell[i][v.Name]
-			vc, sample, sum := summarizeVariant(rs, thresholds, perSample)
+			vc := summarizeVariant(rs)
 			cell.Variants[v.Name] = vc
 			if len(rs) == 0 {
 				warn("clients=%d: no runs for variant %s", c, v.Name)
 				continue
 			}
-			samples[v.Name], summaries[v.Name] = sample, sum
+			perVariant = append(perVariant, rs)
 			if vc.DriftingRuns > 0 {
 				warn("clients=%d: %d of %d runs of variant %s drifted during the run", c, vc.DriftingRuns, len(rs), v.Name)
 			}
@@ -135,40 +193,126 @@ func Summarize(variants []Variant, clients []int, runs []Run, alpha float64) ([]
 				warn("clients=%d: variant %s had %d failed transactions", c, v.Name, failed)
 			}
 		}
+		if slope, ok := trend(perVariant); ok {
+			cell.DriftPctPerHour = &slope
+		}
 		base := variants[0].Name
 		for _, v := range variants[1:] {
-			if samples[base] == nil || samples[v.Name] == nil {
+			br, cr := byCell[i][base], byCell[i][v.Name]
+			if len(br) == 0 || len(cr) == 0 {
 				continue
 			}
-			cmp := compare(base, v.Name, samples[base], samples[v.Name], summaries[base], summaries[v.Name], alpha)
-			if cmp.Note != "" {
-				warn("%s", cmp.Note)
+			var inf inference
+			if an.Paired {
+				a, b := pairs(br, cr)
+				inf = pairedLogT(a, b)
+			} else {
+				inf = hodgesLehmann(tpsOf(br), tpsOf(cr))
 			}
-			cell.Comparisons = append(cell.Comparisons, cmp)
+			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name})
+			all = append(all, pending{cell: i, idx: len(cell.Comparisons) - 1, inf: inf})
 		}
 		cells[i] = cell
+	}
+
+	// Only comparisons that have a test count in the family.
+	var ps []float64
+	for _, p := range all {
+		if p.inf.ok {
+			ps = append(ps, p.inf.p)
+		}
+	}
+	adjusted := slices.Clone(ps)
+	if an.Correction != CorrectionNone {
+		adjusted = holm(ps)
+	}
+	k := 0
+	for _, p := range all {
+		cmp := &cells[p.cell].Comparisons[p.idx]
+		adj, g := p.inf.p, alpha
+		if p.inf.ok {
+			adj = adjusted[k]
+			g = levelFor(alpha, p.inf.p, adj, len(ps))
+			k++
+		}
+		fillComparison(cmp, p.inf, adj, alpha, g)
+		if cmp.Note != "" {
+			warn("clients=%d: %s vs %s: %s", cells[p.cell].Clients, cmp.Candidate, cmp.Baseline, cmp.Note)
+		}
+	}
+
+	for i := range cells {
+		warnDrift(&cells[i], byCell[i], warn)
 	}
 	return cells, warnings, nil
 }
 
+// warnDrift warns when the drift of a cell over its span is large next to
+// its deltas: then the run order, not the variants, may explain them.
+func warnDrift(cell *Cell, runs map[string][]Run, warn func(string, ...any)) {
+	if cell.DriftPctPerHour == nil {
+		return
+	}
+	var first, last time.Time
+	for _, rs := range runs {
+		for _, r := range rs {
+			if first.IsZero() || r.StartedAt.Before(first) {
+				first = r.StartedAt
+			}
+			if end := r.StartedAt.Add(time.Duration(r.Seconds * float64(time.Second))); end.After(last) {
+				last = end
+			}
+		}
+	}
+	drift := math.Abs(*cell.DriftPctPerHour) * last.Sub(first).Hours()
+	largest := 0.0
+	for _, cmp := range cell.Comparisons {
+		largest = max(largest, math.Abs(cmp.DeltaPct))
+	}
+	if drift >= driftWarnPct || (largest > 0 && drift >= largest/2) {
+		warn("clients=%d: throughput drifted %+.2f%%/hour across the runs (%.2f%% over the cell), large next to the measured delta of %.2f%%",
+			cell.Clients, *cell.DriftPctPerHour, drift, largest)
+	}
+}
+
+// pairs matches baseline and candidate runs by iteration; a run without
+// its partner (a campaign still running) is left out.
+func pairs(base, cand []Run) (a, b []float64) {
+	byIter := make(map[int]float64, len(base))
+	for _, r := range base {
+		byIter[r.Iteration] = r.TPS
+	}
+	for _, r := range cand {
+		if tps, ok := byIter[r.Iteration]; ok {
+			a = append(a, tps)
+			b = append(b, r.TPS)
+		}
+	}
+	return a, b
+}
+
+func tpsOf(rs []Run) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = r.TPS
+	}
+	return out
+}
+
 // summarizeVariant returns the statistics of one variant at one client
-// count, and benchmath's sample and median summary for the comparisons.
-func summarizeVariant(rs []Run, t *benchmath.Thresholds, confidence float64) (VariantCell, *benchmath.Sample, benchmath.Summary) {
-	vc := VariantCell{TPS: make([]float64, 0, len(rs))}
+// count.
+func summarizeVariant(rs []Run) VariantCell {
+	vc := VariantCell{TPS: tpsOf(rs)}
 	for _, r := range rs {
-		vc.TPS = append(vc.TPS, r.TPS)
 		if r.Drift {
 			vc.DriftingRuns++
 		}
 	}
 	if len(rs) == 0 {
-		return vc, nil, benchmath.Summary{}
+		return vc
 	}
-	// NewSample sorts in place; TPS must stay in run order.
-	sample := benchmath.NewSample(slices.Clone(vc.TPS), t)
-	sum := benchmath.AssumeNothing.Summary(sample, confidence)
-	ms := stats.Sample{Xs: sample.Values, Sorted: true}
-	vc.MedianTPS = sum.Center
+	ms := stats.Sample{Xs: slices.Sorted(slices.Values(vc.TPS)), Sorted: true}
+	vc.MedianTPS = ms.Quantile(0.5)
 	vc.MinTPS, vc.MaxTPS = ms.Bounds()
 	vc.IQRTPS = ms.IQR()
 	if mean := ms.Mean(); len(rs) > 1 && mean != 0 {
@@ -181,7 +325,7 @@ func summarizeVariant(rs []Run, t *benchmath.Thresholds, confidence float64) (Va
 		P95:    medianOf(rs, func(l Latency) float64 { return l.P95 }),
 		P99:    medianOf(rs, func(l Latency) float64 { return l.P99 }),
 	}
-	return vc, sample, sum
+	return vc
 }
 
 // medianOf is the median of one latency field over the runs that have it:
@@ -198,83 +342,4 @@ func medianOf(rs []Run, field func(Latency) float64) float64 {
 		return 0
 	}
 	return stats.Sample{Xs: xs}.Quantile(0.5)
-}
-
-func compare(base, cand string, bs, cs *benchmath.Sample, bsum, csum benchmath.Summary, alpha float64) Comparison {
-	res := benchmath.AssumeNothing.Compare(bs, cs)
-	cmp := Comparison{Baseline: base, Candidate: cand, PValue: res.P, Verdict: VerdictNoDifference}
-	if bsum.Center != 0 {
-		cmp.DeltaPct = (csum.Center/bsum.Center - 1) * 100
-		cmp.CILowPct, cmp.CIHighPct = ratioCI(bsum, csum)
-	}
-	if res.P <= alpha {
-		switch {
-		case csum.Center > bsum.Center:
-			cmp.Verdict = VerdictFaster
-		case csum.Center < bsum.Center:
-			cmp.Verdict = VerdictSlower
-		}
-	}
-	n1, n2 := len(bs.Values), len(cs.Values)
-	if minP := smallestP(n1, n2, alpha); minP > alpha {
-		cmp.Note = fmt.Sprintf("%d vs %d iterations cannot reach significance at alpha %g: even completely separated samples give p = %.3g; %s",
-			n1, n2, alpha, minP, iterationsNeeded(alpha))
-	}
-	return cmp
-}
-
-// ratioCI is the interval of the candidate/baseline ratio, in percent,
-// from the two median confidence intervals. When either side has no finite
-// interval (too few samples) neither bound is given: one infinite bound
-// would make its ratio 0 or infinite, a finite but wrong -100%.
-func ratioCI(bsum, csum benchmath.Summary) (lo, hi *float64) {
-	for _, b := range []float64{bsum.Lo, bsum.Hi, csum.Lo, csum.Hi} {
-		if math.IsInf(b, 0) || math.IsNaN(b) {
-			return nil, nil
-		}
-	}
-	lo, hi = finitePct(csum.Lo/bsum.Hi), finitePct(csum.Hi/bsum.Lo)
-	if lo == nil || hi == nil {
-		return nil, nil
-	}
-	return lo, hi
-}
-
-// finitePct turns a ratio bound into a percentage, or nil when benchmath
-// gave no finite bound (too few samples) or the ratio is undefined.
-func finitePct(ratio float64) *float64 {
-	if math.IsInf(ratio, 0) || math.IsNaN(ratio) {
-		return nil
-	}
-	p := (ratio - 1) * 100
-	return &p
-}
-
-// smallestP is the smallest p-value benchmath's U test can give for
-// samples of sizes n1 and n2: the p of two completely separated samples.
-func smallestP(n1, n2 int, alpha float64) float64 {
-	if n1 == 0 || n2 == 0 {
-		return 1
-	}
-	lo := make([]float64, n1)
-	hi := make([]float64, n2)
-	for i := range lo {
-		lo[i] = float64(i)
-	}
-	for i := range hi {
-		hi[i] = float64(n1 + i)
-	}
-	t := &benchmath.Thresholds{CompareAlpha: alpha}
-	return benchmath.AssumeNothing.Compare(benchmath.NewSample(lo, t), benchmath.NewSample(hi, t)).P
-}
-
-// iterationsNeeded says how many iterations per variant make significance
-// at alpha possible at all.
-func iterationsNeeded(alpha float64) string {
-	for n := 2; n <= maxIterationsHint; n++ {
-		if smallestP(n, n, alpha) <= alpha {
-			return fmt.Sprintf("use at least %d iterations per variant", n)
-		}
-	}
-	return fmt.Sprintf("use more than %d iterations per variant", maxIterationsHint)
 }

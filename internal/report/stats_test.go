@@ -2,12 +2,9 @@ package report
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/perf/benchmath"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -50,17 +47,18 @@ func TestSummarizeVerdicts(t *testing.T) {
 		wantCI     bool
 		wantWarned string
 	}{
-		{name: "identical samples", a: []float64{100, 100, 100, 100, 100}, b: []float64{100, 100, 100, 100, 100}, verdict: VerdictNoDifference, minP: 0.05},
-		{name: "same values shuffled", a: []float64{101, 99, 100, 102, 98}, b: []float64{98, 102, 100, 99, 101}, verdict: VerdictNoDifference, minP: 0.5},
-		{name: "candidate clearly faster 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{120, 121, 119, 120.5, 119.5}, verdict: VerdictFaster, maxP: 0.05},
-		{name: "candidate clearly slower 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{80, 81, 79, 80.5, 79.5}, verdict: VerdictSlower, maxP: 0.05},
-		{name: "3v3 cannot reach significance", a: []float64{100, 101, 99}, b: []float64{200, 201, 199}, verdict: VerdictNoDifference, minP: 0.05, wantNote: true, wantWarned: "at least 4 iterations"},
+		{name: "identical samples", a: []float64{100, 100, 100, 100, 100}, b: []float64{100, 100, 100, 100, 100}, verdict: VerdictNoDifference, minP: 0.05, wantCI: true},
+		{name: "same values shuffled", a: []float64{101, 99, 100, 102, 98}, b: []float64{98, 102, 100, 99, 101}, verdict: VerdictNoDifference, minP: 0.5, wantCI: true},
+		{name: "candidate clearly faster 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{120, 121, 119, 120.5, 119.5}, verdict: VerdictFaster, maxP: 0.05, wantCI: true},
+		{name: "candidate clearly slower 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{80, 81, 79, 80.5, 79.5}, verdict: VerdictSlower, maxP: 0.05, wantCI: true},
+		{name: "2 pairs give no test", a: []float64{100, 101}, b: []float64{200, 201}, verdict: VerdictNoDifference, minP: 0.05, wantNote: true, wantWarned: "at least 3"},
+		{name: "3 pairs can reach significance", a: []float64{100, 101, 99}, b: []float64{200, 201, 199}, verdict: VerdictFaster, maxP: 0.01, wantCI: true},
 		{name: "8v8 has a finite interval", a: []float64{100, 101, 99, 100.5, 99.5, 100.2, 99.8, 100.1}, b: []float64{110, 111, 109, 110.5, 109.5, 110.2, 109.8, 110.1}, verdict: VerdictFaster, maxP: 0.01, wantCI: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := abRuns([]int{4}, map[string]map[int][]float64{"stock": {4: tt.a}, "patched": {4: tt.b}}, "stock", "patched")
-			cells, warnings, err := Summarize(ab(), []int{4}, runs, 0.05)
+			cells, warnings, err := Summarize(ab(), []int{4}, runs, Analysis{Alpha: 0.05, Paired: true})
 			if err != nil {
 				t.Fatalf("Summarize: %v", err)
 			}
@@ -118,7 +116,7 @@ func TestSummarizeStatistics(t *testing.T) {
 		runs[i].LatencyMS.P99 = float64(runs[i].Seq)
 	}
 	runs[2].LatencyMS.P99 = 0 // a run without a log must not count
-	cells, warnings, err := Summarize(ab(), []int{1, 16}, runs, 0.05)
+	cells, warnings, err := Summarize(ab(), []int{1, 16}, runs, Analysis{Alpha: 0.05, Paired: true})
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
@@ -139,7 +137,8 @@ func TestSummarizeStatistics(t *testing.T) {
 		{"iqr (Hyndman-Fan R8 quartiles 106.67 and 133.33)", s.IQRTPS, 80.0 / 3},
 		{"cv", s.CV, math.Sqrt(250) / 120},
 		{"patched cv", cells[0].Variants["patched"].CV, 0},
-		{"delta", cells[0].Comparisons[0].DeltaPct, (200.0/120 - 1) * 100},
+		// The geometric mean of the pairs' ratios 200/a_i.
+		{"delta", cells[0].Comparisons[0].DeltaPct, (math.Pow(200*200*200*200*200/(130.0*100*120*110*140), 0.2) - 1) * 100},
 	}
 	for _, c := range checks {
 		if math.Abs(c.got-c.want) > 1e-9 {
@@ -173,19 +172,21 @@ func TestSummarizeErrors(t *testing.T) {
 		variants []Variant
 		clients  []int
 		runs     []Run
-		alpha    float64
+		an       Analysis
 		want     string
 	}{
-		{"unknown variant", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "other", Clients: 1, TPS: 1}), 0.05, `unknown variant "other"`},
-		{"unknown clients", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "stock", Clients: 8, TPS: 1}), 0.05, "client count 8"},
-		{"no variants", nil, []int{1}, nil, 0.05, "no variants"},
-		{"duplicate variant", []Variant{{Name: "a"}, {Name: "a"}}, []int{1}, nil, 0.05, `"a" given twice`},
-		{"bad alpha", ab(), []int{1}, good, 0, "alpha"},
-		{"nan tps", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "stock", Clients: 1, TPS: math.NaN()}), 0.05, "invalid tps"},
+		{"unknown variant", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "other", Clients: 1, TPS: 1}), Analysis{Alpha: 0.05}, `unknown variant "other"`},
+		{"unknown clients", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "stock", Clients: 8, TPS: 1}), Analysis{Alpha: 0.05}, "client count 8"},
+		{"no variants", nil, []int{1}, nil, Analysis{Alpha: 0.05}, "no variants"},
+		{"duplicate variant", []Variant{{Name: "a"}, {Name: "a"}}, []int{1}, nil, Analysis{Alpha: 0.05}, `"a" given twice`},
+		{"bad alpha", ab(), []int{1}, good, Analysis{}, "alpha"},
+		{"zero tps", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "stock", Clients: 1, TPS: 0}), Analysis{Alpha: 0.05}, "invalid tps"},
+		{"unknown correction", ab(), []int{1}, good, Analysis{Alpha: 0.05, Correction: "bonferroni"}, `unknown correction "bonferroni"`},
+		{"nan tps", ab(), []int{1}, append(good, Run{Seq: 9, Variant: "stock", Clients: 1, TPS: math.NaN()}), Analysis{Alpha: 0.05}, "invalid tps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Summarize(tt.variants, tt.clients, tt.runs, tt.alpha)
+			_, _, err := Summarize(tt.variants, tt.clients, tt.runs, tt.an)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
@@ -197,7 +198,7 @@ func TestSummarizePartial(t *testing.T) {
 	// A campaign interrupted after the first runs: the missing variant has
 	// an empty cell and no comparison is made.
 	runs := []Run{{Seq: 1, Variant: "stock", Clients: 1, Iteration: 1, TPS: 10}}
-	cells, warnings, err := Summarize(ab(), []int{1, 2}, runs, 0.05)
+	cells, warnings, err := Summarize(ab(), []int{1, 2}, runs, Analysis{Alpha: 0.05, Paired: true})
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
@@ -212,20 +213,6 @@ func TestSummarizePartial(t *testing.T) {
 	}
 }
 
-func TestSmallestP(t *testing.T) {
-	// The U test's smallest p for completely separated samples of n vs n
-	// is 2/C(2n, n) (two-sided): 0.1 for 3v3, 0.0286 for 4v4.
-	tests := []struct {
-		n1, n2 int
-		want   float64
-	}{{3, 3, 0.1}, {4, 4, 2.0 / 70}, {5, 5, 2.0 / 252}, {2, 5, 2.0 / 21}}
-	for _, tt := range tests {
-		if got := smallestP(tt.n1, tt.n2, 0.05); math.Abs(got-tt.want) > 1e-9 {
-			t.Errorf("smallestP(%d, %d) = %v, want %v", tt.n1, tt.n2, got, tt.want)
-		}
-	}
-}
-
 func equalFloats(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
@@ -236,40 +223,4 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return true
-}
-
-func TestRatioCI(t *testing.T) {
-	inf := math.Inf(1)
-	pct := func(f float64) *float64 { return &f }
-	for _, tt := range []struct {
-		name       string
-		base, cand benchmath.Summary
-		lo, hi     *float64
-	}{
-		{"finite", benchmath.Summary{Lo: 90, Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, pct(-10), pct(34.444444444444443)},
-		// Unequal n: the baseline has no finite interval, the candidate has.
-		{"baseline infinite", benchmath.Summary{Lo: math.Inf(-1), Hi: inf}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
-		{"candidate high infinite", benchmath.Summary{Lo: 90, Hi: 110}, benchmath.Summary{Lo: 99, Hi: inf}, nil, nil},
-		{"baseline low NaN", benchmath.Summary{Lo: math.NaN(), Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
-		{"zero baseline low", benchmath.Summary{Lo: 0, Hi: 110}, benchmath.Summary{Lo: 99, Hi: 121}, nil, nil},
-	} {
-		lo, hi := ratioCI(tt.base, tt.cand)
-		if !samePct(lo, tt.lo) || !samePct(hi, tt.hi) {
-			t.Errorf("%s: ratioCI = [%v, %v], want [%v, %v]", tt.name, fmtPct(lo), fmtPct(hi), fmtPct(tt.lo), fmtPct(tt.hi))
-		}
-	}
-}
-
-func samePct(a, b *float64) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return math.Abs(*a-*b) < 1e-9
-}
-
-func fmtPct(p *float64) string {
-	if p == nil {
-		return "nil"
-	}
-	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
