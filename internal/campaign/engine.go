@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -506,7 +505,6 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 	for _, r := range e.journal.Runs {
 		runs = append(runs, r)
 	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].Seq < runs[j].Seq })
 	var variants []report.Variant
 	for _, vs := range e.vars {
 		variants = append(variants, report.Variant{
@@ -514,39 +512,16 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 			HugePages: vs.HugePages, HugePagesObserved: vs.observed, DataDir: vs.cluster.DataDir,
 		})
 	}
-	cells, warns, err := report.Summarize(variants, cfg.Clients, runs, cfg.Alpha)
+	res, err := summarize(cfg.definition(), variants, runs, cfg.Alpha)
 	if err != nil {
-		return nil, fmt.Errorf("summarize: %w", err)
-	}
-	drifting := 0
-	for _, r := range runs {
-		if r.Drift {
-			drifting++
-		}
-	}
-	warnings := append(append([]string{}, e.warnings...), warns...)
-	if drifting > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d of %d runs drifted by more than %.0f%% between their first and last third", drifting, len(runs), DriftThresholdPct))
+		return nil, err
 	}
 	now := time.Now().UTC()
-	res := &report.Results{
-		SchemaVersion: report.SchemaVersion,
-		StartedAt:     e.journal.StartedAt,
-		FinishedAt:    now,
-		WallSeconds:   now.Sub(e.journal.StartedAt).Seconds(),
-		Command:       cfg.reproduceCommand(),
-		Variants:      variants,
-		Workload: report.Workload{
-			Mode: cfg.Mode, Script: cfg.Script, Scale: cfg.Scale, Clients: cfg.Clients, Threads: cfg.Threads,
-			DurationSeconds: cfg.Duration.Seconds(), Iterations: cfg.Iterations, Protocol: cfg.Protocol,
-			WarmupSeconds: cfg.Warmup.Seconds(), CheckpointBefore: cfg.CheckpointBefore, Restart: cfg.Restart,
-			Order: cfg.Order, Seed: cfg.Seed, ServerNUMA: cfg.ServerNUMA, ClientNUMA: cfg.ClientNUMA,
-		},
-		Alpha:    cfg.Alpha,
-		Cells:    cells,
-		Runs:     runs,
-		Warnings: warnings,
-	}
+	res.StartedAt = e.journal.StartedAt
+	res.FinishedAt = now
+	res.WallSeconds = now.Sub(e.journal.StartedAt).Seconds()
+	res.Command = cfg.reproduceCommand()
+	res.Warnings = append(append([]string{}, e.warnings...), res.Warnings...)
 	facts := cfg.HostFacts
 	if facts == nil {
 		facts = func(context.Context) (any, error) { return sysinfo.Read("/") }

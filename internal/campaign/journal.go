@@ -125,35 +125,16 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 	}
 	header := false
 	if len(b) > 0 {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		lineNo := 0
-		for sc.Scan() {
-			lineNo++
-			var l journalLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				return nil, fmt.Errorf("journal %s line %d: %w", path, lineNo, err)
-			}
-			switch {
-			case l.Header != nil:
-				if field := differingField(l.Header.Definition, def); field != "" {
-					return nil, invalid(at("out"), "Campaign Directory In Use",
-						"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
-				}
-				j.StartedAt = l.Header.StartedAt
-				header = true
-			case l.Run != nil:
-				j.Runs[l.Run.Seq] = *l.Run
-			case l.HugePages != nil:
-				j.HugePages[l.HugePages.Variant] = l.HugePages.Observed
-			}
+		h, runs, hp, err := parseJournal(b, path)
+		if err != nil {
+			return nil, err
 		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("read journal %s: %w", path, err)
+		if field := differingField(h.Definition, def); field != "" {
+			return nil, invalid(at("out"), "Campaign Directory In Use",
+				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
 		}
-		if !header {
-			return nil, fmt.Errorf("journal %s has no header line", path)
-		}
+		j.StartedAt, j.Runs, j.HugePages = h.StartedAt, runs, hp
+		header = true
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -179,6 +160,38 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 		}
 	}
 	return j, nil
+}
+
+// parseJournal reads the lines of a journal: its header, its runs by
+// sequence number and the last observed huge-page use per variant. A
+// journal without a header is an error.
+func parseJournal(b []byte, path string) (*journalHeader, map[int]report.Run, map[string]string, error) {
+	var h *journalHeader
+	runs := map[int]report.Run{}
+	hp := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		var l journalLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, nil, nil, fmt.Errorf("journal %s line %d: %w", path, lineNo, err)
+		}
+		switch {
+		case l.Header != nil:
+			h = l.Header
+		case l.Run != nil:
+			runs[l.Run.Seq] = *l.Run
+		case l.HugePages != nil:
+			hp[l.HugePages.Variant] = l.HugePages.Observed
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("read journal %s: %w", path, err)
+	}
+	if h == nil {
+		return nil, nil, nil, fmt.Errorf("journal %s has no header line", path)
+	}
+	return h, runs, hp, nil
 }
 
 // differingField compares two definitions field by field through their
