@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -35,7 +36,8 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 		}
 	}
 	if drifting > 0 {
-		warns = append(warns, fmt.Sprintf("%d of %d runs drifted by more than %.0f%% between their first and last third", drifting, len(runs), DriftThresholdPct))
+		warns = append(warns, fmt.Sprintf("%d of %d runs drifted during the run: a trend of at least %.0f%% over the run, significant against its own per-second noise (p < %g)",
+			drifting, len(runs), pgbench.DriftMinPct, pgbench.DriftAlpha))
 	}
 	return &report.Results{
 		SchemaVersion: report.SchemaVersion,
@@ -114,7 +116,7 @@ func Recompute(dir string, alpha float64, write bool) (*report.Results, error) {
 	// pages) stay; those of the statistics are computed again.
 	var kept []string
 	for _, w := range prev.Warnings {
-		if !strings.HasPrefix(w, "clients=") && !strings.Contains(w, "runs drifted by more than") {
+		if !strings.HasPrefix(w, "clients=") && !strings.Contains(w, "runs drifted during the run") {
 			kept = append(kept, w)
 		}
 	}

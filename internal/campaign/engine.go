@@ -19,11 +19,6 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 )
 
-// DriftThresholdPct is how far (in percent) the last third of a run's
-// per-second throughput may move from the first third before the run is
-// flagged as drifting.
-const DriftThresholdPct = 5.0
-
 // SysinfoFile is the host facts document written next to the results.
 const SysinfoFile = "sysinfo.json"
 
@@ -435,8 +430,8 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	if ls, err := summarizeRunLogs(dir); err == nil {
 		r.LatencyMS.P50, r.LatencyMS.P95, r.LatencyMS.P99 = ls.P50, ls.P95, ls.P99
 		r.TPSSeries = ls.TPSSeries
-		r.DriftPct = pgbench.Drift(ls.TPSSeries)
-		r.Drift = r.DriftPct > DriftThresholdPct || r.DriftPct < -DriftThresholdPct
+		d := pgbench.DriftTrend(ls.TPSSeries)
+		r.DriftPct, r.Drift = d.Pct, d.Drifting
 	} else {
 		e.warn("run %d (%s, %d clients): no latency percentiles: %v", st.Seq, st.Variant, st.Clients, err)
 	}

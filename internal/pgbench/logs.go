@@ -388,31 +388,3 @@ func ParseAggregateLog(r io.Reader) ([]Interval, error) {
 	}
 	return out, nil
 }
-
-// Drift is the percent change of the mean of the last third of a per-second
-// series against the mean of its first third, after dropping the first and
-// last seconds (partial, and the ramp-up/ramp-down of clients). It is 0 for
-// series too short to have three points left, or a first third of zero.
-func Drift(series []float64) float64 {
-	if len(series) < 5 {
-		return 0
-	}
-	s := series[1 : len(series)-1]
-	third := len(s) / 3
-	if third == 0 {
-		return 0
-	}
-	first, last := mean(s[:third]), mean(s[len(s)-third:])
-	if first == 0 {
-		return 0
-	}
-	return (last - first) / first * 100
-}
-
-func mean(xs []float64) float64 {
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	return sum / float64(len(xs))
-}

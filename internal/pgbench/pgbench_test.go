@@ -114,30 +114,6 @@ func TestInitArgs(t *testing.T) {
 	}
 }
 
-func TestDrift(t *testing.T) {
-	tests := []struct {
-		name   string
-		series []float64
-		want   float64
-	}{
-		{"empty", nil, 0},
-		{"too short", []float64{1, 2, 3, 4}, 0},
-		{"flat", []float64{5, 100, 100, 100, 100, 100, 100, 7}, 0},
-		// Inner 6: first third {100,100}, last third {80,80}: -20%.
-		{"falling", []float64{1, 100, 100, 90, 90, 80, 80, 1}, -20},
-		// The ramp-up and ramp-down seconds do not count.
-		{"edges ignored", []float64{1000, 50, 50, 50, 75, 75, 75, 0}, 50},
-		{"zero start", []float64{0, 0, 0, 0, 10, 10, 10}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Drift(tt.series); !close(got, tt.want, 1e-9) {
-				t.Errorf("Drift(%v) = %v, want %v", tt.series, got, tt.want)
-			}
-		})
-	}
-}
-
 func close(a, b, tol float64) bool {
 	d := a - b
 	return d <= tol && d >= -tol

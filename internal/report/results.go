@@ -167,8 +167,10 @@ type Run struct {
 	PgbenchVersion     string `json:"pgbench_version"`
 	// TPSSeries is throughput per second of the run, from the aggregate log.
 	TPSSeries []float64 `json:"tps_series,omitempty"`
-	// Drift says the throughput moved during the run by more than the
-	// runner's threshold (first vs last third of TPSSeries).
+	// Drift says the throughput trended during the run: a fitted change of
+	// DriftPct percent from its first to its last second that is both
+	// significant against the run's own per-second noise and at least 2%
+	// (pgbench.DriftTrend).
 	Drift    bool    `json:"drift"`
 	DriftPct float64 `json:"drift_pct"`
 	// LogDir is where the raw pgbench output and logs of the run are,
