@@ -16,6 +16,9 @@ const (
 	// runs that the alternating order pairs: the same client count and
 	// iteration, run one after the other.
 	MethodPairedT = "paired-t-log-ratio"
+	// MethodPairedTTwoStage is MethodPairedT for a cell whose number of
+	// iterations was chosen adaptively (Stein's two-stage t).
+	MethodPairedTTwoStage = "paired-t-log-ratio-two-stage"
 	// MethodHodgesLehmann is the Hodges-Lehmann shift of log TPS with the
 	// exact Mann-Whitney interval and test, for a randomized order, whose
 	// runs are not paired.
@@ -61,8 +64,13 @@ type inference struct {
 	mde func(g float64) float64
 }
 
-// pairedLogT is the paired t analysis of ln(b_i/a_i).
-func pairedLogT(a, b []float64) inference {
+// pairedLogT is the paired t analysis of ln(b_i/a_i), the pairs in
+// iteration order. With firstStage > 0 (an adaptive cell, whose length was
+// chosen from its first firstStage pairs) it is Stein's two-stage t: the
+// spread comes from the first stage only and the degrees of freedom are
+// firstStage-1, which keeps the test and the interval exact although the
+// number of pairs depends on the data.
+func pairedLogT(a, b []float64, firstStage int) inference {
 	n := min(len(a), len(b))
 	inf := inference{method: MethodPairedT, n1: n, n2: n, p: 1}
 	d := make([]float64, n)
@@ -76,9 +84,20 @@ func pairedLogT(a, b []float64) inference {
 		return inf
 	}
 	inf.ok = true
-	sd := stat.StdDev(d, nil)
+	stage := d
+	if firstStage > 0 {
+		if n < firstStage {
+			// A cell cut short before its first stage completed (a
+			// campaign still running): no two-stage statistic yet.
+			inf.ok = false
+			return inf
+		}
+		inf.method = MethodPairedTTwoStage
+		stage = d[:firstStage]
+	}
+	sd := stat.StdDev(stage, nil)
 	se := sd / math.Sqrt(float64(n))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(stage) - 1)}
 	switch {
 	case se > 0:
 		inf.p = 2 * t.Survival(math.Abs(inf.shift)/se)
@@ -286,4 +305,27 @@ func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 	}
 	_, slope := stat.LinearRegression(xs, ys, nil, true)
 	return logPct(slope), true
+}
+
+// TwoStageIterations is the number of pairs an adaptive cell runs, decided
+// from its first stage (the pairs a, b run so far, at least minPairs): the
+// fewest with which the two-stage interval of the log ratio at level
+// 1-alpha has a half-width of at most ln(1+targetPct/100) (for small
+// changes, targetPct percentage points), never fewer than len(a) and
+// never more than maxN. It uses only the first stage, which is what keeps
+// the final interval exact.
+func TwoStageIterations(a, b []float64, targetPct, alpha float64, maxN int) int {
+	n0 := min(len(a), len(b))
+	if n0 < minPairs {
+		return maxN
+	}
+	d := make([]float64, n0)
+	for i := range d {
+		d[i] = math.Log(b[i] / a[i])
+	}
+	sd := stat.StdDev(d, nil)
+	h := math.Log1p(targetPct / 100)
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n0 - 1)}.Quantile(1 - alpha/2)
+	need := int(math.Ceil(math.Pow(q*sd/h, 2)))
+	return min(maxN, max(n0, need))
 }

@@ -135,6 +135,10 @@ func methodSentence(r *Results, base string) string {
 	case MethodPairedT:
 		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s TPS ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
 			"interval and p from a paired t test on the log ratios", mdText(base))
+	case MethodPairedTTwoStage:
+		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s TPS ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
+			"iterations chosen per cell from its first stage to reach the target interval, interval and p from Stein's two-stage t test on the log ratios "+
+			"(spread from the first stage)", mdText(base))
 	case MethodHodgesLehmann:
 		m = fmt.Sprintf("Delta: Hodges-Lehmann shift of log TPS, candidate vs %s (runs in randomized order, unpaired); "+
 			"interval and p from the exact Mann-Whitney test", mdText(base))

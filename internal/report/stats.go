@@ -28,6 +28,10 @@ type Analysis struct {
 	// Correction is CorrectionHolm (the default when empty) or
 	// CorrectionNone.
 	Correction string
+	// FirstStage, when positive, says the cells' lengths were chosen
+	// adaptively from their first FirstStage pairs (TwoStageIterations):
+	// the paired test then takes its spread from those pairs only.
+	FirstStage int
 }
 
 // AnalysisFor is the analysis a campaign's order calls for: paired for
@@ -39,7 +43,10 @@ func AnalysisFor(order string, alpha float64) Analysis {
 
 // Method is the comparison method the analysis uses.
 func (an Analysis) Method() string {
-	if an.Paired {
+	switch {
+	case an.Paired && an.FirstStage > 0:
+		return MethodPairedTTwoStage
+	case an.Paired:
 		return MethodPairedT
 	}
 	return MethodHodgesLehmann
@@ -205,7 +212,7 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 			var inf inference
 			if an.Paired {
 				a, b := pairs(br, cr)
-				inf = pairedLogT(a, b)
+				inf = pairedLogT(a, b, an.FirstStage)
 			} else {
 				inf = hodgesLehmann(tpsOf(br), tpsOf(cr))
 			}
@@ -282,7 +289,10 @@ func pairs(base, cand []Run) (a, b []float64) {
 	for _, r := range base {
 		byIter[r.Iteration] = r.TPS
 	}
-	for _, r := range cand {
+	// In iteration order: an adaptive cell's first stage is its first pairs.
+	cs := slices.Clone(cand)
+	slices.SortStableFunc(cs, func(x, y Run) int { return x.Iteration - y.Iteration })
+	for _, r := range cs {
 		if tps, ok := byIter[r.Iteration]; ok {
 			a = append(a, tps)
 			b = append(b, r.TPS)
