@@ -26,6 +26,7 @@ var abVariantCellAttrTypes = map[string]attr.Type{
 	"min_tps":        types.Float64Type,
 	"max_tps":        types.Float64Type,
 	"cv":             types.Float64Type,
+	"iqr_tps":        types.Float64Type,
 	"latency_avg_ms": types.Float64Type,
 	"latency_p99_ms": types.Float64Type,
 	"drifting_runs":  types.Int64Type,
@@ -34,18 +35,25 @@ var abVariantCellAttrTypes = map[string]attr.Type{
 var abComparisonAttrTypes = map[string]attr.Type{
 	"baseline":    types.StringType,
 	"candidate":   types.StringType,
+	"method":      types.StringType,
+	"n_baseline":  types.Int64Type,
+	"n_candidate": types.Int64Type,
 	"delta_pct":   types.Float64Type,
 	"ci_low_pct":  types.Float64Type,
 	"ci_high_pct": types.Float64Type,
+	"ci_level":    types.Float64Type,
 	"p_value":     types.Float64Type,
+	"p_adjusted":  types.Float64Type,
+	"mde_pct":     types.Float64Type,
 	"verdict":     types.StringType,
 	"note":        types.StringType,
 }
 
 var abCellAttrTypes = map[string]attr.Type{
-	"clients":     types.Int64Type,
-	"variants":    types.MapType{ElemType: types.ObjectType{AttrTypes: abVariantCellAttrTypes}},
-	"comparisons": types.ListType{ElemType: types.ObjectType{AttrTypes: abComparisonAttrTypes}},
+	"clients":            types.Int64Type,
+	"drift_pct_per_hour": types.Float64Type,
+	"variants":           types.MapType{ElemType: types.ObjectType{AttrTypes: abVariantCellAttrTypes}},
+	"comparisons":        types.ListType{ElemType: types.ObjectType{AttrTypes: abComparisonAttrTypes}},
 }
 
 var abCellType = types.ObjectType{AttrTypes: abCellAttrTypes}
@@ -58,26 +66,34 @@ type abVariantCellModel struct {
 	MinTPS       float64   `tfsdk:"min_tps"`
 	MaxTPS       float64   `tfsdk:"max_tps"`
 	CV           float64   `tfsdk:"cv"`
+	IQRTPS       float64   `tfsdk:"iqr_tps"`
 	LatencyAvgMS float64   `tfsdk:"latency_avg_ms"`
 	LatencyP99MS float64   `tfsdk:"latency_p99_ms"`
 	DriftingRuns int64     `tfsdk:"drifting_runs"`
 }
 
 type abComparisonModel struct {
-	Baseline  string        `tfsdk:"baseline"`
-	Candidate string        `tfsdk:"candidate"`
-	DeltaPct  float64       `tfsdk:"delta_pct"`
-	CILowPct  types.Float64 `tfsdk:"ci_low_pct"`
-	CIHighPct types.Float64 `tfsdk:"ci_high_pct"`
-	PValue    float64       `tfsdk:"p_value"`
-	Verdict   string        `tfsdk:"verdict"`
-	Note      string        `tfsdk:"note"`
+	Baseline   string        `tfsdk:"baseline"`
+	Candidate  string        `tfsdk:"candidate"`
+	Method     string        `tfsdk:"method"`
+	NBaseline  int64         `tfsdk:"n_baseline"`
+	NCandidate int64         `tfsdk:"n_candidate"`
+	DeltaPct   float64       `tfsdk:"delta_pct"`
+	CILowPct   types.Float64 `tfsdk:"ci_low_pct"`
+	CIHighPct  types.Float64 `tfsdk:"ci_high_pct"`
+	CILevel    float64       `tfsdk:"ci_level"`
+	PValue     float64       `tfsdk:"p_value"`
+	PAdjusted  float64       `tfsdk:"p_adjusted"`
+	MDEPct     types.Float64 `tfsdk:"mde_pct"`
+	Verdict    string        `tfsdk:"verdict"`
+	Note       string        `tfsdk:"note"`
 }
 
 type abCellModel struct {
-	Clients     int64                         `tfsdk:"clients"`
-	Variants    map[string]abVariantCellModel `tfsdk:"variants"`
-	Comparisons []abComparisonModel           `tfsdk:"comparisons"`
+	Clients         int64                         `tfsdk:"clients"`
+	DriftPctPerHour types.Float64                 `tfsdk:"drift_pct_per_hour"`
+	Variants        map[string]abVariantCellModel `tfsdk:"variants"`
+	Comparisons     []abComparisonModel           `tfsdk:"comparisons"`
 }
 
 // abResultsAttribute is the schema of the computed `results`.
@@ -95,6 +111,8 @@ func abResultsAttribute() schema.ListNestedAttribute {
 		NestedObject: schema.NestedAttributeObject{
 			Attributes: map[string]schema.Attribute{
 				"clients": schema.Int64Attribute{Computed: true, MarkdownDescription: "Client count of this cell."},
+				"drift_pct_per_hour": f("Trend of TPS across this cell's runs in percent per hour, with a level per variant; null with too few runs. " +
+					"A large drift next to a delta means the order of runs, not the variants, may explain it."),
 				"variants": schema.MapNestedAttribute{
 					Computed:            true,
 					MarkdownDescription: "Each variant's statistics at this client count, by variant name.",
@@ -106,6 +124,7 @@ func abResultsAttribute() schema.ListNestedAttribute {
 							"min_tps":        f("Lowest TPS of the iterations."),
 							"max_tps":        f("Highest TPS of the iterations."),
 							"cv":             f("Coefficient of variation (stddev / mean) of TPS, a fraction."),
+							"iqr_tps":        f("Interquartile range of TPS over the iterations."),
 							"latency_avg_ms": f("Median over the iterations of pgbench's average latency, in ms."),
 							"latency_p99_ms": f("Median over the iterations of the 99th percentile latency, in ms (0 when pgbench's log was not available)."),
 							"drifting_runs": schema.Int64Attribute{Computed: true,
@@ -118,14 +137,22 @@ func abResultsAttribute() schema.ListNestedAttribute {
 					MarkdownDescription: "Each candidate variant against the baseline (the first variant).",
 					NestedObject: schema.NestedAttributeObject{
 						Attributes: map[string]schema.Attribute{
-							"baseline":    s("Name of the baseline variant."),
-							"candidate":   s("Name of the candidate variant."),
-							"delta_pct":   f("(median(candidate) / median(baseline) - 1) * 100."),
-							"ci_low_pct":  f("Lower bound of the 95% confidence interval of the delta, in %; null when the samples are too small."),
-							"ci_high_pct": f("Upper bound of the 95% confidence interval of the delta, in %; null when the samples are too small."),
-							"p_value":     f("p-value of a Mann-Whitney U test of the two samples."),
-							"verdict":     s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha`)."),
-							"note":        s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
+							"baseline":  s("Name of the baseline variant."),
+							"candidate": s("Name of the candidate variant."),
+							"method": s("`paired-t-log-ratio` (order `alternate`: a paired t test on the log ratios of the runs paired by iteration) or " +
+								"`hodges-lehmann-mann-whitney` (order `randomized`: the Hodges-Lehmann shift of log TPS with the exact Mann-Whitney test and interval)."),
+							"n_baseline":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Baseline runs the method used (pairs, when paired)."},
+							"n_candidate": schema.Int64Attribute{Computed: true, MarkdownDescription: "Candidate runs the method used (pairs, when paired)."},
+							"delta_pct":   f("The method's estimate of the candidate's change in TPS, in %: the geometric mean of the pairs' ratios, or the Hodges-Lehmann shift."),
+							"ci_low_pct":  f("Lower bound of the delta's interval at `ci_level`, in %; null when the runs are too few (under 3 pairs, or 4 runs per side)."),
+							"ci_high_pct": f("Upper bound of the delta's interval at `ci_level`, in %; null when the runs are too few."),
+							"ci_level": f("Confidence level of the interval: 0.95 for one comparison at alpha 0.05, higher where Holm's correction asks for it, " +
+								"so that the interval excludes 0 exactly when the verdict is significant."),
+							"p_value":    f("The method's two-sided p-value, before correction."),
+							"p_adjusted": f("p-value after Holm's correction across all comparisons of the campaign; the verdict uses it."),
+							"mde_pct":    f("Smallest change, in %, this comparison would call with 80% probability given the noise it observed; null when unknown."),
+							"verdict":    s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha` after the correction)."),
+							"note":       s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
 						},
 					},
 				},
@@ -138,22 +165,24 @@ func abResultsAttribute() schema.ListNestedAttribute {
 func abResultsValue(ctx context.Context, res *report.Results) (types.List, error) {
 	cells := make([]abCellModel, 0, len(res.Cells))
 	for _, c := range res.Cells {
-		m := abCellModel{Clients: int64(c.Clients), Variants: map[string]abVariantCellModel{}, Comparisons: []abComparisonModel{}}
+		m := abCellModel{Clients: int64(c.Clients), DriftPctPerHour: types.Float64PointerValue(c.DriftPctPerHour), Variants: map[string]abVariantCellModel{}, Comparisons: []abComparisonModel{}}
 		for name, v := range c.Variants {
 			tps := v.TPS
 			if tps == nil {
 				tps = []float64{}
 			}
 			m.Variants[name] = abVariantCellModel{
-				TPS: tps, MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV,
+				TPS: tps, MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV, IQRTPS: v.IQRTPS,
 				LatencyAvgMS: v.LatencyMS.Avg, LatencyP99MS: v.LatencyMS.P99, DriftingRuns: int64(v.DriftingRuns),
 			}
 		}
 		for _, cmp := range c.Comparisons {
 			m.Comparisons = append(m.Comparisons, abComparisonModel{
-				Baseline: cmp.Baseline, Candidate: cmp.Candidate, DeltaPct: cmp.DeltaPct,
-				CILowPct: types.Float64PointerValue(cmp.CILowPct), CIHighPct: types.Float64PointerValue(cmp.CIHighPct),
-				PValue: cmp.PValue, Verdict: cmp.Verdict, Note: cmp.Note,
+				Baseline: cmp.Baseline, Candidate: cmp.Candidate, Method: cmp.Method,
+				NBaseline: int64(cmp.NBaseline), NCandidate: int64(cmp.NCandidate), DeltaPct: cmp.DeltaPct,
+				CILowPct: types.Float64PointerValue(cmp.CILowPct), CIHighPct: types.Float64PointerValue(cmp.CIHighPct), CILevel: cmp.CILevel,
+				PValue: cmp.PValue, PAdjusted: cmp.PAdjusted, MDEPct: types.Float64PointerValue(cmp.MDEPct),
+				Verdict: cmp.Verdict, Note: cmp.Note,
 			})
 		}
 		cells = append(cells, m)
@@ -213,7 +242,7 @@ func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {
 func logABSummary(ctx context.Context, res *report.Results) {
 	for _, c := range res.Cells {
 		for _, cmp := range c.Comparisons {
-			tflog.Info(ctx, fmt.Sprintf("%d clients: %s vs %s: %+.2f%% (p=%.3f): %s", c.Clients, cmp.Candidate, cmp.Baseline, cmp.DeltaPct, cmp.PValue, cmp.Verdict),
+			tflog.Info(ctx, fmt.Sprintf("%d clients: %s vs %s: %+.2f%% (adjusted p=%.3f): %s", c.Clients, cmp.Candidate, cmp.Baseline, cmp.DeltaPct, cmp.PAdjusted, cmp.Verdict),
 				map[string]any{"clients": c.Clients, "baseline": cmp.Baseline, "candidate": cmp.Candidate,
 					"median_baseline_tps": c.Variants[cmp.Baseline].MedianTPS, "median_candidate_tps": c.Variants[cmp.Candidate].MedianTPS})
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	posixpath "path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -91,8 +91,8 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"order":       schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("order")},
 			"seed": schema.Int64Attribute{Optional: true, PlanModifiers: ri,
 				MarkdownDescription: abDoc("seed", "Derived when unset, so that applying the same configuration again resumes the same order.")},
-			"alpha": schema.Float64Attribute{Optional: true, MarkdownDescription: abDoc("alpha"),
-				PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()}},
+			"alpha": schema.Float64Attribute{Optional: true, MarkdownDescription: abDoc("alpha",
+				"Changing it recomputes the verdicts from the host's journal (`pgbench-runner compare`) without measuring again.")},
 			"results":          abResultsAttribute(),
 			"summary_markdown": schema.StringAttribute{Computed: true, MarkdownDescription: "The campaign's summary.md: a Markdown table ready for a mailing-list post, with the host, the settings and the command to reproduce."},
 			"report_dir":       schema.StringAttribute{Computed: true, MarkdownDescription: "Directory on the host with the journal, results.json/csv, summary.md, benchstat files, the chart and raw pgbench logs."},
@@ -248,22 +248,29 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 
-	// The same renderer as the runner's summary.md, so no second round trip.
-	var summary strings.Builder
-	if err := report.WriteMarkdown(&summary, &res); err != nil {
-		resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("Render the summary of %s: %v.", dir, err))
-		return
-	}
-
 	plan.ID = types.StringValue(key)
 	plan.ReportDir = types.StringValue(dir)
-	plan.SummaryMarkdown = types.StringValue(summary.String())
-	resp.Diagnostics.Append(plan.setResults(ctx, &res)...)
+	resp.Diagnostics.Append(plan.setCampaignResults(ctx, &res, dir)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	logABSummary(ctx, &res)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// setCampaignResults sets the summary and every computed result attribute
+// from results.json.
+func (m *abBenchmarkModel) setCampaignResults(ctx context.Context, res *report.Results, dir string) diag.Diagnostics {
+	var d diag.Diagnostics
+	// The same renderer as the runner's summary.md, so no second round trip.
+	var summary strings.Builder
+	if err := report.WriteMarkdown(&summary, res); err != nil {
+		d.AddError("Unreadable Campaign Results", fmt.Sprintf("Render the summary of %s: %v.", dir, err))
+		return d
+	}
+	m.SummaryMarkdown = types.StringValue(summary.String())
+	d.Append(m.setResults(ctx, res)...)
+	return d
 }
 
 // Read keeps the recorded results: they describe a campaign that ran, and
@@ -278,8 +285,9 @@ func (r *abBenchmarkResource) Read(ctx context.Context, req resource.ReadRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update only sees changes of timeouts: every other argument forces a new
-// campaign.
+// Update sees changes of alpha, the price and timeouts: every other
+// argument forces a new campaign. A new alpha recomputes the statistics
+// from the campaign's journal on the host, measuring nothing.
 func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state abBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -289,6 +297,36 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 	}
 	state.Timeouts = plan.Timeouts
 	state.HourlyPriceUSD = plan.HourlyPriceUSD
+	if !plan.Alpha.Equal(state.Alpha) {
+		cfg, err := abCampaign(ctx, &plan)
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid Campaign", fmt.Sprintf("The campaign cannot be recomputed: %v.", err))
+			return
+		}
+		conn, ex, ok := dialHost(ctx, plan.Connection, "recomputing the campaign at the new alpha", &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		defer ex.Close()
+		dir := state.ReportDir.ValueString()
+		var res report.Results
+		args := []string{"compare", dir, "--alpha", strconv.FormatFloat(cfg.Alpha, 'g', -1, 64), "--write"}
+		if err := conn.runner(ex).Run(ctx, &res, args...); err != nil {
+			resp.Diagnostics.AddError("Campaign Not Recomputed", fmt.Sprintf("Recomputing the campaign in %s at alpha %g failed: %v. "+
+				"The journal on the host is needed; if the host is gone, set alpha back or replace the resource to measure again.", dir, cfg.Alpha, err))
+			return
+		}
+		if err := checkResults(&res); err != nil {
+			resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("%v (in %s/results.json).", err, dir))
+			return
+		}
+		state.Alpha = plan.Alpha
+		resp.Diagnostics.Append(state.setCampaignResults(ctx, &res, dir)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		logABSummary(ctx, &res)
+	}
 	state.CostUSD = abCostUSD(state.HourlyPriceUSD, state.WallSeconds)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

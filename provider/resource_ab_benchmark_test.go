@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflogtest"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -387,8 +388,8 @@ func TestABBenchmarkCommand(t *testing.T) {
 	}
 	// The key is part of the contract with campaigns already on hosts: a
 	// retried apply must find the same directory.
-	if key := abKeyOf(t, got); key != "3b6795d57bd4e1a1" {
-		t.Errorf("campaign key = %s, want 3b6795d57bd4e1a1", key)
+	if key := abKeyOf(t, got); key != "8173a5a3425ae2e1" {
+		t.Errorf("campaign key = %s, want 8173a5a3425ae2e1", key)
 	}
 
 	// The same configuration gives the same campaign directory (resume);
@@ -779,13 +780,18 @@ func TestAccABBenchmarkLocal(t *testing.T) {
 	testhost.RequireRoot(t)
 	testhost.RequireCommand(t, "pgbench", abPGBin)
 	runner := abInstallRunner(t)
-	config := func(timeout string) string {
+	config := func(timeout string, alpha ...string) string {
+		a := ""
+		if len(alpha) > 0 {
+			a = "alpha = " + alpha[0]
+		}
 		return fmt.Sprintf(`
 resource "pgbench_ab_benchmark" "t" {
   host_connection = {
     mode        = "local"
     runner_path = %q
   }
+  %s
   variant {
     name       = "sb16"
     bin_dir    = %q
@@ -808,11 +814,12 @@ resource "pgbench_ab_benchmark" "t" {
     create = %q
   }
 }
-`, runner, abPGBin, abOddSetting, abPGBin, timeout)
+`, runner, a, abPGBin, abOddSetting, abPGBin, timeout)
 	}
 	variants := []string{"sb16", "sb128"}
 	var dir string
-	var resumedAt time.Time
+	var resumedAt, recomputedAt time.Time
+	sameID := statecheck.CompareValue(compare.ValuesSame())
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -827,13 +834,31 @@ resource "pgbench_ab_benchmark" "t" {
 			{
 				PreConfig: func() { resumedAt = time.Now() },
 				Config:    config("30m"),
-				ConfigStateChecks: abResultsChecks("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir,
+				ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir,
 					func(d string) error { return abCheckResumed(d, resumedAt) },
 					abCheckOddSetting),
+					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))),
 			},
 			{
 				Config:           config("30m"),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// A new alpha is an in-place update that recomputes the
+				// verdicts from the journal: same campaign, no new runs.
+				PreConfig: func() { recomputedAt = time.Now() },
+				Config:    config("30m", "0.2"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("pgbench_ab_benchmark.t", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id")),
+					statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("alpha"), knownvalue.Float64Exact(0.2)),
+					statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("summary_markdown"),
+						knownvalue.StringRegexp(regexp.MustCompile(`verdict at alpha = 0\.2`))),
+					statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("report_dir"),
+						knownvalue.StringFunc(func(d string) error { return abCheckRecomputed(d, recomputedAt, 0.2) })),
+				},
 			},
 		},
 	})
@@ -854,6 +879,24 @@ func abCheckResumed(dir string, resumedAt time.Time) error {
 	}
 	if before == 0 || before == len(res.Runs) {
 		return fmt.Errorf("%d of %d runs started before the resume at %s, want some but not all", before, len(res.Runs), resumedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// abCheckRecomputed checks that results.json in dir was written again at
+// alpha without measuring: every run started before the recompute.
+func abCheckRecomputed(dir string, at time.Time, alpha float64) error {
+	res, err := report.ReadResults(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	if res.Alpha != alpha {
+		return fmt.Errorf("results.json alpha = %v, want %v", res.Alpha, alpha)
+	}
+	for _, r := range res.Runs {
+		if !r.StartedAt.Before(at) {
+			return fmt.Errorf("run %d started at %s, after the recompute began: the campaign measured again", r.Seq, r.StartedAt.Format(time.RFC3339))
+		}
 	}
 	return nil
 }

@@ -208,13 +208,15 @@ func formatDuration(d time.Duration) string {
 // what it is.
 func (c *Config) definitionArgs() []byte {
 	d := *c
-	d.OutDir, d.DataDir = "", ""
+	// Alpha changes the verdicts, not the measurement: a campaign at
+	// another alpha is the same campaign, recomputed (pgbench-runner compare).
+	d.OutDir, d.DataDir, d.Alpha = "", "", 0
 	return []byte(strings.Join(d.Args(), "\x00"))
 }
 
 // Key names a campaign by its definition: equal definitions have equal keys
 // (so a retried apply finds the journal to resume) and any change of a field
-// changes the key.
+// that changes the measurement changes the key (alpha does not).
 func (c *Config) Key() string {
 	sum := sha256.Sum256(c.definitionArgs())
 	return hex.EncodeToString(sum[:])[:16]
