@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
@@ -180,8 +181,16 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 	resp.Diagnostics.Append(diags...)
 	abValidate(c, unknown, &resp.Diagnostics)
 	if w := m.Workload; w != nil {
-		if it := w.Iterations; !it.IsNull() && !it.IsUnknown() && it.ValueInt64() >= 1 && it.ValueInt64() < 4 {
-			resp.Diagnostics.AddAttributeWarning(path.Root("workload").AtName("iterations"), "Too Few Iterations For A Verdict", fmt.Sprintf("With %d iterations per variant no difference can reach significance at alpha 0.05 (3 against 3 gives p >= 0.1 at best): every verdict will be no-difference. Use 5 or more.", it.ValueInt64()))
+		// The fewest iterations with a test: 3 pairs, or 4 runs per side
+		// when a randomized order leaves the runs unpaired.
+		fewest := int64(3)
+		if m.Order.ValueString() == campaign.OrderRandomized {
+			fewest = 4
+		}
+		if it := w.Iterations; !it.IsNull() && !it.IsUnknown() && it.ValueInt64() >= 1 && it.ValueInt64() < fewest {
+			resp.Diagnostics.AddAttributeWarning(path.Root("workload").AtName("iterations"), "Too Few Iterations For A Verdict", fmt.Sprintf(
+				"With %d iterations per variant the comparison has no test and no interval (it needs at least %d with this order): every verdict will be no-difference. "+
+					"Use 10 or more to detect a change of a few percent on a noisy host.", it.ValueInt64(), fewest))
 		}
 	}
 }

@@ -52,7 +52,7 @@ var Fields = []Field{
 	{Flag: "threads", Attribute: "workload.threads", Default: "auto", Usage: "threads of pgbench (-j): a number, or auto = min(clients, CPUs)"},
 	{Flag: "duration", Attribute: "workload.duration", Default: "60s", Usage: "length of each measured run, in whole seconds (60s, 2m)"},
 	{Flag: "iterations", Attribute: "workload.iterations", Default: "5",
-		Usage: "runs per variant and client count (4 is the fewest with which a difference can reach significance at alpha 0.05)"},
+		Usage: "runs per variant and client count (a verdict needs at least 3 with the alternating order, 4 with a randomized one)"},
 	{Flag: "protocol", Attribute: "workload.protocol", Default: "simple", Usage: "query protocol: simple, extended or prepared"},
 	{Flag: "warmup", Attribute: "workload.warmup", Usage: "unrecorded pgbench run before each measured run, in whole seconds (none by default)"},
 	{Flag: "checkpoint-before", Attribute: "workload.checkpoint_before", Default: "false", Usage: "run CHECKPOINT before each measured run"},
