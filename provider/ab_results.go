@@ -217,18 +217,6 @@ func abSysinfoJSON(res *report.Results) (string, error) {
 	return string(b), nil
 }
 
-// checkResults refuses a results.json this provider does not understand.
-func checkResults(res *report.Results) error {
-	if res.SchemaVersion != report.SchemaVersion {
-		return fmt.Errorf("results.json has schema_version %d; this provider reads version %d (upgrade the provider or the runner so they match)",
-			res.SchemaVersion, report.SchemaVersion)
-	}
-	if len(res.Cells) == 0 {
-		return fmt.Errorf("results.json has no cells")
-	}
-	return nil
-}
-
 // abCostUSD is the cost of a campaign's wall time at an hourly price, for
 // cost_usd; null without a price or a wall time.
 func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	posixpath "path"
@@ -230,12 +231,12 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	// resource and throwing the finished runs away.
 	tflog.Info(ctx, "starting A/B campaign", map[string]any{"report_dir": dir, "command": strings.Join(full, " ")})
 	prog := &abProgress{ctx: ctx}
-	var res report.Results
+	var doc json.RawMessage
 	// On cancel the runner stops pgbench and the server and keeps its
 	// journal; a server killed mid-shutdown would keep its huge pages.
 	rc := conn.runner(ex)
 	rc.OnEvent, rc.OnStderr, rc.KillGrace = prog.event, prog.line, abStopGrace
-	err = rc.Run(ctx, &res, full...)
+	err = rc.Run(ctx, &doc, full...)
 	for _, w := range prog.warnings {
 		resp.Diagnostics.AddWarning("Campaign Warning", w)
 	}
@@ -252,18 +253,19 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddError("A/B Campaign Failed", detail)
 		return
 	}
-	if err := checkResults(&res); err != nil {
-		resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("%v (in %s/results.json).", err, dir))
+	res, err := report.DecodeResults(doc, dir+"/results.json")
+	if err != nil {
+		resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("%v. Upgrade the provider or the runner so that they match.", err))
 		return
 	}
 
 	plan.ID = types.StringValue(key)
 	plan.ReportDir = types.StringValue(dir)
-	resp.Diagnostics.Append(plan.setCampaignResults(ctx, &res, dir)...)
+	resp.Diagnostics.Append(plan.setCampaignResults(ctx, res, dir)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	logABSummary(ctx, &res)
+	logABSummary(ctx, res)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -318,23 +320,24 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 		}
 		defer ex.Close()
 		dir := state.ReportDir.ValueString()
-		var res report.Results
+		var doc json.RawMessage
 		args := []string{"compare", dir, "--alpha", strconv.FormatFloat(cfg.Alpha, 'g', -1, 64), "--write"}
-		if err := conn.runner(ex).Run(ctx, &res, args...); err != nil {
+		if err := conn.runner(ex).Run(ctx, &doc, args...); err != nil {
 			resp.Diagnostics.AddError("Campaign Not Recomputed", fmt.Sprintf("Recomputing the campaign in %s at alpha %g failed: %v. "+
 				"The journal on the host is needed; if the host is gone, set alpha back or replace the resource to measure again.", dir, cfg.Alpha, err))
 			return
 		}
-		if err := checkResults(&res); err != nil {
-			resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("%v (in %s/results.json).", err, dir))
+		res, err := report.DecodeResults(doc, dir+"/results.json")
+		if err != nil {
+			resp.Diagnostics.AddError("Unreadable Campaign Results", fmt.Sprintf("%v. Upgrade the provider or the runner so that they match.", err))
 			return
 		}
 		state.Alpha = plan.Alpha
-		resp.Diagnostics.Append(state.setCampaignResults(ctx, &res, dir)...)
+		resp.Diagnostics.Append(state.setCampaignResults(ctx, res, dir)...)
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		logABSummary(ctx, &res)
+		logABSummary(ctx, res)
 	}
 	state.CostUSD = abCostUSD(state.HourlyPriceUSD, state.WallSeconds)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

@@ -79,7 +79,7 @@ func TestRecompute(t *testing.T) {
 	if res.WallSeconds != 120 || res.Sysinfo == nil || len(res.Command) == 0 {
 		t.Errorf("wall %v, sysinfo %v, command %v: want them from the previous results", res.WallSeconds, res.Sysinfo, res.Command)
 	}
-	written, err := report.ReadResults(filepath.Join(dir, ResultsFile))
+	written, err := readResults(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		t.Fatalf("results.json after --write: %v", err)
 	}
@@ -93,4 +93,13 @@ func TestRecompute(t *testing.T) {
 	if _, err := Recompute(t.TempDir(), 0.05, false); err == nil || !strings.Contains(err.Error(), "read journal") {
 		t.Errorf("Recompute of a directory without a journal = %v, want a read journal error", err)
 	}
+}
+
+// readResults reads and decodes a campaign's results.json.
+func readResults(path string) (*report.Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return report.DecodeResults(b, path)
 }

@@ -169,7 +169,7 @@ func TestAAIsNoDifference(t *testing.T) {
 			t.Errorf("output %s: %v", f, err)
 		}
 	}
-	back, err := report.ReadResults(filepath.Join(out, "results.json"))
+	back, err := readResults(filepath.Join(out, "results.json"))
 	if err != nil || len(back.Runs) != 10 {
 		t.Errorf("results.json: %v runs, %v; want 10", len(back.Runs), err)
 	}

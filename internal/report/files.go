@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -79,18 +78,9 @@ func WriteJSON(w io.Writer, r *Results) error {
 	return err
 }
 
-// ReadResults reads a results.json written by WriteJSON. It refuses a
-// document whose schema_version is missing or not SchemaVersion, because
-// fields would be silently misread.
-func ReadResults(path string) (*Results, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read results: %w", err)
-	}
-	return DecodeResults(b, path)
-}
-
-// DecodeResults decodes a results.json document; name is used in errors.
+// DecodeResults decodes a results.json document written by WriteJSON; name
+// is used in errors. It refuses a document whose schema_version is missing
+// or not SchemaVersion, because fields would be silently misread.
 func DecodeResults(b []byte, name string) (*Results, error) {
 	var probe struct {
 		SchemaVersion *int `json:"schema_version"`

@@ -159,7 +159,7 @@ func TestFixtureVerdicts(t *testing.T) {
 	}
 }
 
-func TestReadResults(t *testing.T) {
+func TestDecodeResults(t *testing.T) {
 	dir := t.TempDir()
 	r := fixture(t)
 	path := filepath.Join(dir, ResultsJSONFile)
@@ -170,9 +170,9 @@ func TestReadResults(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadResults(path)
+	got, err := readResults(path)
 	if err != nil {
-		t.Fatalf("ReadResults: %v", err)
+		t.Fatalf("DecodeResults: %v", err)
 	}
 	if g, w := len(got.Runs), len(r.Runs); g != w {
 		t.Errorf("runs = %d, want %d", g, w)
@@ -194,9 +194,9 @@ func TestReadResults(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tt.doc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadResults(p)
+			_, err := readResults(p)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("ReadResults error = %v, want one containing %q", err, tt.want)
+				t.Fatalf("DecodeResults error = %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
@@ -405,4 +405,12 @@ func TestNumactlCommand(t *testing.T) {
 			t.Errorf("numactlCommand(%q) = %q, want %q", tt.spec, got, tt.want)
 		}
 	}
+}
+
+func readResults(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeResults(b, path)
 }
