@@ -25,6 +25,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
@@ -310,7 +311,7 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 		if !s.System.IsNull() {
 			resp.Diagnostics.AddAttributeError(path.Root("source").AtName("system"), "PostgreSQL Installation Not Usable",
 				fmt.Sprintf("%v\n\nOn %s. Point system at the bin directory of a complete installation "+
-					"(postgres, pg_ctl, initdb, pgbench, pg_config), e.g. /usr/lib/postgresql/15/bin.", err, ex))
+					"(%s), e.g. /usr/lib/postgresql/15/bin.", err, ex, strings.Join(pgctl.BinDirPrograms, ", ")))
 			return
 		}
 		resp.Diagnostics.AddError("PostgreSQL Build Failed", fmt.Sprintf("%v\n\nOn %s. The build log is next to the prefix "+

@@ -94,7 +94,7 @@ resource "pgbench_postgres_build" "test" {
   }
 }
 `, localConnectionHCL(runner), dir),
-			ExpectError: regexp.MustCompile(`(?s)PostgreSQL Installation Not Usable.*missing pg_ctl,\s+initdb,\s+pgbench`),
+			ExpectError: regexp.MustCompile(`(?s)PostgreSQL Installation Not Usable.*has no initdb,\s+pg_ctl,\s+pgbench,\s+psql\s+executables`),
 		}},
 	})
 }
