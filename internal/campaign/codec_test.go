@@ -238,6 +238,13 @@ func TestKey(t *testing.T) {
 	if moved.Key() != key {
 		t.Errorf("Key changed with where the campaign is kept")
 	}
+	// Alpha changes the verdicts, not the measurement: the same campaign
+	// is recomputed at another alpha, not measured again.
+	other := base()
+	other.Alpha = 0.01
+	if other.Key() != key {
+		t.Errorf("Key changed with alpha")
+	}
 	for name, change := range map[string]func(*Config){
 		"variant setting": func(c *Config) { c.Variants[0].Settings["work_mem"] = "8MB" },
 		"variant bin":     func(c *Config) { c.Variants[1].BinDir = "/y" },
@@ -258,7 +265,6 @@ func TestKey(t *testing.T) {
 		"seed":            func(c *Config) { c.SeedSet = true },
 		"server numa":     func(c *Config) { c.ServerNUMA = "cpunodebind=0" },
 		"client numa":     func(c *Config) { c.ClientNUMA = "cpunodebind=0" },
-		"alpha":           func(c *Config) { c.Alpha = 0.01 },
 		"clone":           func(c *Config) { c.Clone = true },
 	} {
 		c := base()
