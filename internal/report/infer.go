@@ -278,7 +278,7 @@ func logPct(logRatio float64) float64 { return math.Expm1(logRatio) * 100 }
 // per variant so that the A/B difference is not mistaken for drift: the
 // slope of the within-variant deviations of log TPS against the
 // within-variant deviations of start time. It returns the slope in percent
-// per hour and false when the cell has too few runs or no time spread.
+// (log points) per hour and false when the cell has too few runs or no time spread.
 func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 	var xs, ys []float64
 	for _, rs := range byVariant {
@@ -304,7 +304,10 @@ func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 		return 0, false
 	}
 	_, slope := stat.LinearRegression(xs, ys, nil, true)
-	return logPct(slope), true
+	// Percent (log points) per hour, not expm1 of the hourly slope: a cell
+	// lasts minutes, and compounding its slope over an hour would report
+	// absurd figures for an ordinary wobble.
+	return slope * 100, true
 }
 
 // TwoStageIterations is the number of pairs an adaptive cell runs, decided
