@@ -110,10 +110,6 @@ func ValidationErrors(err error) []*ValidationError {
 	return out
 }
 
-// settingName is what a postgresql.conf parameter name may look like
-// (custom ones have a dot: auto_explain.log_min_duration).
-var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
-
 var variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Validate checks everything about the definition that can be checked
@@ -157,7 +153,7 @@ func (c *Config) Validate() error {
 			switch {
 			case k == "huge_pages":
 				add(p, "Huge Pages In Settings", "variant %s: set huge pages with the variant's huge_pages (on, off or try), not in its settings, so the runner can check the server really used them", v.Name)
-			case !settingName.MatchString(k):
+			case !pgctl.ValidSettingName(k):
 				add(p, "Invalid Setting Name", "variant %s: setting name %q is not valid", v.Name, k)
 			}
 		}
@@ -168,7 +164,7 @@ func (c *Config) Validate() error {
 		switch {
 		case k == "huge_pages":
 			add(p, "Huge Pages In Settings", "huge_pages is per variant: set each variant's huge_pages (on, off or try) instead")
-		case !settingName.MatchString(k):
+		case !pgctl.ValidSettingName(k):
 			add(p, "Invalid Setting Name", "setting name %q is not valid", k)
 		}
 	}

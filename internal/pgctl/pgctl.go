@@ -152,6 +152,10 @@ func QuoteValue(v string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), "'", "''") + "'"
 }
 
+// ValidSettingName reports whether name looks like a postgresql.conf
+// parameter name (custom ones have a dot: auto_explain.log_min_duration).
+func ValidSettingName(name string) bool { return settingName.MatchString(name) }
+
 var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
 // maxSocketPath is the longest Unix socket path the kernel takes (sun_path
