@@ -3,9 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -137,9 +139,14 @@ func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, abUnk
 		}
 		str(&c.Threads, w.Threads, wp.AtName("threads"))
 		dur(&c.Duration, w.Duration, wp.AtName("duration"))
-		num(&c.Iterations, w.Iterations, wp.AtName("iterations"))
+		abIterations(c, w, wp, &u, &d)
 		str(&c.Protocol, w.Protocol, wp.AtName("protocol"))
-		dur(&c.Warmup, w.Warmup, wp.AtName("warmup"))
+		if wu := w.Warmup; !wu.IsUnknown() && !wu.IsNull() {
+			c.WarmupAuto = wu.ValueString() == "auto"
+		}
+		if !c.WarmupAuto {
+			dur(&c.Warmup, w.Warmup, wp.AtName("warmup"))
+		}
 		switch cb := w.CheckpointBefore; {
 		case cb.IsUnknown():
 			u.add(wp.AtName("checkpoint_before"))
@@ -165,6 +172,50 @@ func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, abUnk
 	}
 	c.Defaults()
 	return c, u, d
+}
+
+// abIterations reads workload.iterations (a number or "auto") and the
+// adaptive rule's attributes, which only iterations = "auto" reads: given
+// with a number of iterations they are a mistake.
+func abIterations(c *campaign.Config, w *abWorkloadModel, wp path.Path, u *abUnknowns, d *diag.Diagnostics) {
+	ip := wp.AtName("iterations")
+	switch it := w.Iterations; {
+	case it.IsUnknown():
+		u.add(ip)
+	case it.IsNull():
+	case it.ValueString() == "auto":
+		c.IterationsAuto, c.Iterations = true, 0
+	default:
+		n, err := strconv.Atoi(it.ValueString())
+		if err != nil {
+			d.AddAttributeError(ip, "Invalid Iterations", fmt.Sprintf("%s is %q: want a number of runs per variant and client count, or \"auto\".", ip, it.ValueString()))
+			u.add(ip)
+			return
+		}
+		c.Iterations = n
+	}
+	adaptive := []struct {
+		name string
+		v    attr.Value
+		set  func()
+	}{
+		{"target_ci_pct", w.TargetCIPct, func() { c.TargetCIPct = w.TargetCIPct.ValueFloat64() }},
+		{"min_iterations", w.MinIterations, func() { c.MinIterations = int(w.MinIterations.ValueInt64()) }},
+		{"max_iterations", w.MaxIterations, func() { c.MaxIterations = int(w.MaxIterations.ValueInt64()) }},
+	}
+	for _, a := range adaptive {
+		p := wp.AtName(a.name)
+		switch {
+		case a.v.IsUnknown():
+			u.add(p)
+		case a.v.IsNull():
+		case c.IterationsAuto:
+			a.set()
+		case !u.covers(ip):
+			d.AddAttributeError(p, "Adaptive Setting Without Adaptive Iterations", fmt.Sprintf(
+				"%s applies only with %s = \"auto\"; %s is %d. Remove it, or let each client count choose its iterations with %s = \"auto\".", p, ip, ip, c.Iterations, ip))
+		}
+	}
 }
 
 // abValidate adds a diagnostic for each fault campaign.Validate finds in c,

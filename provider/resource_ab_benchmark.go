@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -147,11 +148,16 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"clients": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
 						PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 						MarkdownDescription: "Client counts, e.g. `[1, 16, 64]` (required)."},
-					"duration":   schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.duration")},
-					"iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.iterations")},
-					"threads":    schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.threads")},
-					"protocol":   schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.protocol")},
-					"warmup":     schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.warmup")},
+					"duration": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.duration")},
+					"iterations": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.iterations",
+						"A number (`iterations = 10`) or `\"auto\"`.")},
+					"target_ci_pct": schema.Float64Attribute{Optional: true, MarkdownDescription: abDoc("workload.target_ci_pct"),
+						PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()}},
+					"min_iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.min_iterations")},
+					"max_iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.max_iterations")},
+					"threads":        schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.threads")},
+					"protocol":       schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.protocol")},
+					"warmup":         schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.warmup")},
 					"checkpoint_before": schema.BoolAttribute{Optional: true, MarkdownDescription: abDoc("workload.checkpoint_before"),
 						PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()}},
 					"restart": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.restart")},
@@ -184,14 +190,14 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 	if w := m.Workload; w != nil {
 		// The fewest iterations with a test: 3 pairs, or 4 runs per side
 		// when a randomized order leaves the runs unpaired.
-		fewest := int64(3)
+		fewest := report.MinPairs
 		if m.Order.ValueString() == campaign.OrderRandomized {
-			fewest = 4
+			fewest = report.MinPerSide
 		}
-		if it := w.Iterations; !it.IsNull() && !it.IsUnknown() && it.ValueInt64() >= 1 && it.ValueInt64() < fewest {
+		if it := w.Iterations; !it.IsNull() && !it.IsUnknown() && !c.IterationsAuto && c.Iterations >= 1 && c.Iterations < fewest {
 			resp.Diagnostics.AddAttributeWarning(path.Root("workload").AtName("iterations"), "Too Few Iterations For A Verdict", fmt.Sprintf(
 				"With %d iterations per variant the comparison has no test and no interval (it needs at least %d with this order): every verdict will be no-difference. "+
-					"Use 10 or more to detect a change of a few percent on a noisy host.", it.ValueInt64(), fewest))
+					"Use 10 or more to detect a change of a few percent on a noisy host.", c.Iterations, fewest))
 		}
 	}
 }
@@ -432,15 +438,18 @@ type abVariantModel struct {
 }
 
 type abWorkloadModel struct {
-	Mode             types.String `tfsdk:"mode"`
-	Script           types.String `tfsdk:"script"`
-	Scale            types.Int64  `tfsdk:"scale"`
-	Clients          types.List   `tfsdk:"clients"`
-	Duration         types.String `tfsdk:"duration"`
-	Iterations       types.Int64  `tfsdk:"iterations"`
-	Threads          types.String `tfsdk:"threads"`
-	Protocol         types.String `tfsdk:"protocol"`
-	Warmup           types.String `tfsdk:"warmup"`
-	CheckpointBefore types.Bool   `tfsdk:"checkpoint_before"`
-	Restart          types.String `tfsdk:"restart"`
+	Mode             types.String  `tfsdk:"mode"`
+	Script           types.String  `tfsdk:"script"`
+	Scale            types.Int64   `tfsdk:"scale"`
+	Clients          types.List    `tfsdk:"clients"`
+	Duration         types.String  `tfsdk:"duration"`
+	Iterations       types.String  `tfsdk:"iterations"`
+	TargetCIPct      types.Float64 `tfsdk:"target_ci_pct"`
+	MinIterations    types.Int64   `tfsdk:"min_iterations"`
+	MaxIterations    types.Int64   `tfsdk:"max_iterations"`
+	Threads          types.String  `tfsdk:"threads"`
+	Protocol         types.String  `tfsdk:"protocol"`
+	Warmup           types.String  `tfsdk:"warmup"`
+	CheckpointBefore types.Bool    `tfsdk:"checkpoint_before"`
+	Restart          types.String  `tfsdk:"restart"`
 }

@@ -152,6 +152,30 @@ func TestABBenchmarkValidation(t *testing.T) {
     clients    = [1]
     iterations = 0
   }`, abErr("Invalid Iterations", "workload.iterations: 0 must be at least 1")},
+		{"iterations neither a number nor auto", abTwoVariants, `
+  workload {
+    clients    = [1]
+    iterations = "many"
+  }`, abErr("Invalid Iterations", `workload.iterations is "many": want a number of runs per variant and client count, or "auto"`)},
+		{"target without adaptive iterations", abTwoVariants, `
+  workload {
+    clients       = [1]
+    iterations    = 12
+    target_ci_pct = 0.5
+  }`, abErr("Adaptive Setting Without Adaptive Iterations", `workload.target_ci_pct applies only with workload.iterations = "auto"; workload.iterations is 12`)},
+		{"adaptive with a randomized order", abTwoVariants + `
+  order = "randomized"`, `
+  workload {
+    clients    = [1]
+    iterations = "auto"
+  }`, abErr("Adaptive Iterations Need The Alternating Order", "workload.iterations auto chooses each client count's length from its first pairs, which only order alternate makes")},
+		{"adaptive maximum below its minimum", abTwoVariants, `
+  workload {
+    clients        = [1]
+    iterations     = "auto"
+    min_iterations = 8
+    max_iterations = 6
+  }`, abErr("Invalid Iterations", "workload.max_iterations: 6 is less than workload.min_iterations 8")},
 		{"unknown mode", abTwoVariants, `
   workload {
     clients = [1]
@@ -262,6 +286,18 @@ func TestABBenchmarkValidationAccepts(t *testing.T) {
   }`),
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
+		}, {
+			Config: abTestConfig(abTwoVariants, `
+  workload {
+    clients        = [1]
+    iterations     = "auto"
+    target_ci_pct  = 0.5
+    min_iterations = 8
+    max_iterations = 40
+    warmup         = "auto"
+  }`),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
 		}},
 	})
 }
@@ -342,7 +378,7 @@ func abTestModel(t *testing.T, order string, seed *int64) *abBenchmarkModel {
 		Settings: mustMap(t, map[string]string{"max_connections": "200", "fsync": "off"}),
 		Workload: &abWorkloadModel{
 			Mode: types.StringValue("tpcb"), Script: types.StringNull(), Scale: types.Int64Value(5), Clients: clients,
-			Duration: types.StringValue("3s"), Iterations: types.Int64Value(2), Threads: types.StringNull(),
+			Duration: types.StringValue("3s"), Iterations: types.StringValue("2"), Threads: types.StringNull(),
 			Protocol: types.StringNull(), Warmup: types.StringValue("1s"), CheckpointBefore: types.BoolValue(true),
 			Restart: types.StringNull(),
 		},
@@ -423,6 +459,23 @@ func TestABBenchmarkCommand(t *testing.T) {
 	}
 	if s := dec.Variants[0].Settings["shared_buffers"]; s != "16MB" || dec.Scale != 5 || dec.Alpha != 0.01 {
 		t.Errorf("decoded = %+v, want the model's values", dec)
+	}
+
+	// Adaptive iterations and the automatic warm-up travel as such, with
+	// the rule's defaults written out.
+	ad := abTestModel(t, "", nil)
+	ad.Workload.Iterations, ad.Workload.TargetCIPct, ad.Workload.Warmup = types.StringValue("auto"), types.Float64Value(0.5), types.StringValue("auto")
+	adaptive := command(ad)
+	for flag, want := range map[string]string{"--iterations": "auto", "--target-ci": "0.5", "--min-iterations": "6", "--max-iterations": "30", "--warmup": "auto"} {
+		if v := flagValue(adaptive, flag); v != want {
+			t.Errorf("adaptive %s = %q, want %q", flag, v, want)
+		}
+	}
+	if flagValue(adaptive, "--out") == flagValue(got, "--out") {
+		t.Errorf("campaign directory did not change with adaptive iterations")
+	}
+	if dec, err := campaign.Decode(adaptive[1 : len(adaptive)-1]); err != nil || !dec.IterationsAuto || dec.TargetCIPct != 0.5 || !dec.WarmupAuto || dec.Warmup != time.Second {
+		t.Errorf("decoded adaptive = %+v, %v", dec, err)
 	}
 }
 

@@ -244,7 +244,7 @@ func TestReproduceDropsReportingFlags(t *testing.T) {
 	}
 }
 
-func TestIterationsDefault(t *testing.T) {
+func TestIterationsAndWarmupDefaults(t *testing.T) {
 	var o output
 	var cfg campaign.Config
 	var f abFlags
@@ -252,8 +252,8 @@ func TestIterationsDefault(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Iterations != 5 {
-		t.Errorf("default --iterations = %d, want 5", cfg.Iterations)
+	if cfg.Iterations != 10 || cfg.IterationsAuto || !cfg.WarmupAuto {
+		t.Errorf("defaults: --iterations = %d (auto %v), --warmup auto %v; want 10 and auto", cfg.Iterations, cfg.IterationsAuto, cfg.WarmupAuto)
 	}
 }
 

@@ -48,9 +48,12 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.StringVar(&f.clients, "clients", "", u("clients"))
 	fs.StringVar(&c.Threads, "threads", "", u("threads"))
 	fs.DurationVar(&c.Duration, "duration", 0, u("duration"))
-	fs.IntVar(&c.Iterations, "iterations", 0, u("iterations"))
+	fs.Var(&autoInt{n: &c.Iterations, auto: &c.IterationsAuto}, "iterations", u("iterations"))
+	fs.Float64Var(&c.TargetCIPct, "target-ci", 0, u("target-ci"))
+	fs.IntVar(&c.MinIterations, "min-iterations", 0, u("min-iterations"))
+	fs.IntVar(&c.MaxIterations, "max-iterations", 0, u("max-iterations"))
 	fs.StringVar(&c.Protocol, "protocol", "", u("protocol"))
-	fs.DurationVar(&c.Warmup, "warmup", 0, u("warmup"))
+	fs.Var(&autoDuration{d: &c.Warmup, auto: &c.WarmupAuto}, "warmup", u("warmup"))
 	fs.BoolVar(&c.CheckpointBefore, "checkpoint-before", false, u("checkpoint-before"))
 	fs.StringVar(&c.Restart, "restart", "", u("restart"))
 	fs.StringVar(&c.Order, "order", "", u("order"))
@@ -120,6 +123,14 @@ func (f *Flags) Decode() error {
 	}
 	c.Clients = cl
 	c.Seed, c.SeedSet = f.seed, f.fs.Changed("seed")
+	if !c.IterationsAuto {
+		for _, flag := range []string{"target-ci", "min-iterations", "max-iterations"} {
+			if f.fs.Changed(flag) {
+				errs = append(errs, invalid(at(flag), "Adaptive Setting Without Adaptive Iterations", "%s applies only with %s auto; %s is %d", ref(flag), ref("iterations"), ref("iterations"), c.Iterations))
+			}
+		}
+		c.TargetCIPct, c.MinIterations, c.MaxIterations = 0, 0, 0
+	}
 	c.Defaults()
 	return errors.Join(errs...)
 }
@@ -177,9 +188,20 @@ func (c *Config) Args() []string {
 	add("clients", strings.Join(clients, ","))
 	add("threads", c.Threads)
 	add("duration", formatDuration(c.Duration))
-	add("iterations", strconv.Itoa(c.Iterations))
+	if c.IterationsAuto {
+		add("iterations", "auto")
+		add("target-ci", strconv.FormatFloat(c.TargetCIPct, 'g', -1, 64))
+		add("min-iterations", strconv.Itoa(c.MinIterations))
+		add("max-iterations", strconv.Itoa(c.MaxIterations))
+	} else {
+		add("iterations", strconv.Itoa(c.Iterations))
+	}
 	add("protocol", c.Protocol)
-	add("warmup", formatDuration(c.Warmup))
+	if c.WarmupAuto {
+		add("warmup", "auto")
+	} else {
+		add("warmup", formatDuration(c.Warmup))
+	}
 	add("checkpoint-before", strconv.FormatBool(c.CheckpointBefore))
 	add("restart", c.Restart)
 	add("order", c.Order)
@@ -194,6 +216,68 @@ func (c *Config) Args() []string {
 	}
 	add("clone", strconv.FormatBool(c.Clone))
 	return a
+}
+
+// autoInt is a flag that is a number or "auto".
+type autoInt struct {
+	n    *int
+	auto *bool
+}
+
+func (v *autoInt) Type() string { return "N|auto" }
+
+func (v *autoInt) String() string {
+	switch {
+	case v.n == nil:
+		return ""
+	case *v.auto:
+		return "auto"
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v *autoInt) Set(s string) error {
+	if s == "auto" {
+		*v.n, *v.auto = 0, true
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither a number nor auto", s)
+	}
+	*v.n, *v.auto = n, false
+	return nil
+}
+
+// autoDuration is a flag that is a duration or "auto".
+type autoDuration struct {
+	d    *time.Duration
+	auto *bool
+}
+
+func (v *autoDuration) Type() string { return "duration|auto" }
+
+func (v *autoDuration) String() string {
+	switch {
+	case v.d == nil:
+		return ""
+	case *v.auto:
+		return "auto"
+	}
+	return formatDuration(*v.d)
+}
+
+func (v *autoDuration) Set(s string) error {
+	if s == "auto" {
+		*v.d, *v.auto = 0, true
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither a duration (30s, 2m, 0) nor auto", s)
+	}
+	*v.d, *v.auto = d, false
+	return nil
 }
 
 // formatDuration writes whole seconds as "60s" rather than "1m0s".

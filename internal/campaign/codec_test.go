@@ -61,6 +61,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"seed zero set", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1},
 			Duration: time.Second, Iterations: 1, Order: OrderRandomized, SeedSet: true}},
 		{"fractional duration", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}}, Duration: 1500 * time.Millisecond, Warmup: 250 * time.Millisecond, Clients: []int{2}}},
+		{"adaptive, warm-up auto", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1, 8},
+			Duration: 30 * time.Second, IterationsAuto: true, TargetCIPct: 0.5, MinIterations: 8, MaxIterations: 40, WarmupAuto: true}},
+		{"adaptive at its defaults", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1},
+			Duration: time.Minute, IterationsAuto: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { roundTrip(t, tt.c) })
@@ -94,6 +98,10 @@ func TestEncodeDecodeRandom(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			c.Seed, c.SeedSet = rng.Int64()-rng.Int64(), true
 		}
+		if rng.IntN(3) == 0 {
+			c.IterationsAuto, c.TargetCIPct, c.MinIterations, c.MaxIterations = true, rng.Float64()*5, rng.IntN(20)-2, rng.IntN(60)
+		}
+		c.WarmupAuto = rng.IntN(3) == 0
 		for i := rng.IntN(4); i > 0; i-- {
 			c.Variants = append(c.Variants, Variant{Name: fmt.Sprintf("v%d-%d", n, i), BinDir: "/" + pick() + "/bin", Settings: settings(), HugePages: pick()})
 		}
@@ -200,11 +208,14 @@ func TestFields(t *testing.T) {
 	}
 
 	d := DefaultConfig()
-	if d.Scale != 10 || d.Iterations != 5 || d.Duration != 60*time.Second || d.Alpha != 0.05 || d.Mode != "select-only" ||
-		d.Threads != "auto" || d.Protocol != "simple" || d.Restart != RestartNever || d.Order != OrderAlternate || !reflect.DeepEqual(d.Clients, []int{1}) {
+	if d.Scale != 10 || d.Iterations != 10 || d.IterationsAuto || d.Duration != 60*time.Second || d.Alpha != 0.05 || d.Mode != "select-only" ||
+		d.Threads != "auto" || d.Protocol != "simple" || d.Restart != RestartNever || d.Order != OrderAlternate || !reflect.DeepEqual(d.Clients, []int{1}) ||
+		!d.WarmupAuto || d.Warmup != 15*time.Second {
 		t.Errorf("DefaultConfig = %+v, want the table's defaults", d)
 	}
+	// Every flag is written; the adaptive ones with iterations auto.
 	d.SeedSet, d.OutDir, d.DataDir = true, "/o", "/d"
+	d.IterationsAuto, d.TargetCIPct, d.MinIterations, d.MaxIterations = true, 1, 6, 30
 	d.Variants = []Variant{{Name: "a", BinDir: "/b", Settings: map[string]string{"k": "v"}}}
 	d.Settings = map[string]string{"k": "v"}
 	written := map[string]bool{}

@@ -25,6 +25,9 @@ const ResultsFile = "results.json"
 func summarize(def Definition, variants []report.Variant, runs []report.Run, alpha float64) (*report.Results, error) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Seq < runs[j].Seq })
 	an := report.AnalysisFor(def.Order, alpha)
+	if def.IterationsAuto {
+		an.FirstStage = def.MinIterations
+	}
 	cells, warns, err := report.Summarize(variants, def.Clients, runs, an)
 	if err != nil {
 		return nil, fmt.Errorf("summarize: %w", err)
@@ -44,7 +47,8 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 		Variants:      variants,
 		Workload: report.Workload{
 			Mode: def.Mode, Script: def.Script, Scale: def.Scale, Clients: def.Clients, Threads: def.Threads,
-			DurationSeconds: def.DurationSeconds, Iterations: def.Iterations, Protocol: def.Protocol,
+			DurationSeconds: def.DurationSeconds, Iterations: def.Iterations, IterationsAuto: def.IterationsAuto,
+			TargetCIPct: def.TargetCIPct, MinIterations: def.MinIterations, MaxIterations: def.MaxIterations, Protocol: def.Protocol,
 			WarmupSeconds: def.WarmupSeconds, CheckpointBefore: def.CheckpointBefore, Restart: def.Restart,
 			Order: def.Order, Seed: def.Seed, ServerNUMA: def.ServerNUMA, ClientNUMA: def.ClientNUMA,
 		},

@@ -45,15 +45,28 @@ type Config struct {
 	// Settings are shared by all variants; a variant's own win.
 	Settings map[string]string
 
-	Mode       string
-	Script     string // custom mode: path of the pgbench script
-	Scale      int
-	Clients    []int
-	Threads    string // a number or "auto" (min(clients, CPUs))
-	Duration   time.Duration
-	Iterations int
-	Protocol   string
+	Mode     string
+	Script   string // custom mode: path of the pgbench script
+	Scale    int
+	Clients  []int
+	Threads  string // a number or "auto" (min(clients, CPUs))
+	Duration time.Duration
+	// Iterations is the number of runs per variant in every cell; with
+	// IterationsAuto each cell chooses its own (see Adaptive).
+	Iterations     int
+	IterationsAuto bool
+	// TargetCIPct, MinIterations and MaxIterations drive IterationsAuto:
+	// every cell runs MinIterations pairs, then as many more as its
+	// interval needs to be at most ±TargetCIPct wide, never more than
+	// MaxIterations in all.
+	TargetCIPct   float64
+	MinIterations int
+	MaxIterations int
+	Protocol      string
+	// Warmup is the unrecorded pgbench run after each server start, before
+	// the first measured run on it; WarmupAuto makes it AutoWarmup(Duration).
 	Warmup     time.Duration
+	WarmupAuto bool
 	// CheckpointBefore runs CHECKPOINT before each measured run.
 	CheckpointBefore bool
 	Restart          string
@@ -105,6 +118,23 @@ func (c *Config) Defaults() {
 	if c.Alpha == 0 {
 		c.Alpha, _ = strconv.ParseFloat(FieldByFlag("alpha").Default, 64)
 	}
+	if c.WarmupAuto {
+		c.Warmup = AutoWarmup(c.Duration)
+	}
+	if c.IterationsAuto {
+		c.Iterations = 0
+		for _, f := range []struct {
+			p    *int
+			flag string
+		}{{&c.MinIterations, "min-iterations"}, {&c.MaxIterations, "max-iterations"}} {
+			if *f.p == 0 {
+				*f.p, _ = strconv.Atoi(FieldByFlag(f.flag).Default)
+			}
+		}
+		if c.TargetCIPct == 0 {
+			c.TargetCIPct, _ = strconv.ParseFloat(FieldByFlag("target-ci").Default, 64)
+		}
+	}
 	if c.DataDir == "" && c.OutDir != "" {
 		c.DataDir = filepath.Join(c.OutDir, "data")
 	}
@@ -121,6 +151,26 @@ func (c *Config) Defaults() {
 	}
 }
 
+// AutoWarmup is the warm-up of --warmup auto for measured runs of length
+// d: a quarter of a run, in whole seconds, from 1 s to 60 s. A server just
+// started has cold shared buffers and caches; without a warm-up its first
+// run is slower, and the alternating order gives the variants unequal
+// numbers of such runs.
+func AutoWarmup(d time.Duration) time.Duration {
+	w := (d/4 + time.Second - 1) / time.Second * time.Second
+	return min(max(w, time.Second), time.Minute)
+}
+
+// planIterations is the number of iterations Plan lays out per variant and
+// cell: the fixed count, or an adaptive campaign's maximum (a cell stops
+// early when its interval is narrow enough).
+func (c *Config) planIterations() int {
+	if c.IterationsAuto {
+		return c.MaxIterations
+	}
+	return c.Iterations
+}
+
 // Step is one planned run.
 type Step struct {
 	Seq       int // 1-based
@@ -133,14 +183,14 @@ type Step struct {
 // client count, for each iteration, every variant once, with the starting
 // variant rotated each iteration so none always goes first (ABAB.. for two
 // becomes AB BA AB ...). Randomized: the same set of runs, shuffled within
-// each client count with Seed.
+// each client count with Seed. An adaptive campaign plans its maximum.
 func (c *Config) Plan() []Step {
 	var steps []Step
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x70676265))
 	n := len(c.Variants)
 	for _, clients := range c.Clients {
 		var cell []Step
-		for it := 1; it <= c.Iterations; it++ {
+		for it := 1; it <= c.planIterations(); it++ {
 			for j := 0; j < n; j++ {
 				v := c.Variants[(j+it-1)%n]
 				cell = append(cell, Step{Variant: v.Name, Clients: clients, Iteration: it})
@@ -161,6 +211,23 @@ func (c *Config) Plan() []Step {
 		steps[i].Seq = i + 1
 	}
 	return steps
+}
+
+// startsServer says whether the run st starts a server when prev ran
+// just before it: the first run, a switch of variant (one server runs at a
+// time), or the restart policy. The engine also starts one when none is
+// running (a resumed campaign).
+func (c *Config) startsServer(st Step, prev *Step) bool {
+	if prev == nil || prev.Variant != st.Variant {
+		return true
+	}
+	switch c.Restart {
+	case RestartRun:
+		return true
+	case RestartCell:
+		return prev.Clients != st.Clients
+	}
+	return false
 }
 
 // threads is the -j for a client count.

@@ -47,6 +47,8 @@ type engine struct {
 	clientWrap []string
 	warnings   []string
 	journal    *Journal
+	// lengths holds the decided length of each cell, by client count.
+	lengths map[int]int
 	// nodes overrides the host's NUMA nodes for the overlap check (tests).
 	nodes []sysinfo.Node
 }
@@ -129,12 +131,11 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		e.byName[v.Name] = vs
 	}
 	steps := cfg.Plan()
-	missing := 0
-	for _, st := range steps {
-		if _, ok := e.journal.Runs[st.Seq]; !ok {
-			missing++
-		}
+	e.lengths = map[int]int{}
+	for _, clients := range cfg.Clients {
+		e.decide(clients)
 	}
+	missing := e.count(steps, true)
 	for i, vs := range e.vars {
 		if err := e.version(ctx, vs); err != nil {
 			return nil, wrapCtx(ctx, err)
@@ -151,22 +152,22 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		}
 	}
 
-	total := len(steps)
 	runStart := time.Now()
 	done := 0
+	var prev *Step
 	for i, st := range steps {
 		if r, ok := e.journal.Runs[st.Seq]; ok {
 			if r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
 				return nil, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
 			}
-			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS)})
+			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS)})
+			prev = &steps[i]
 			continue
 		}
-		var prev *Step
-		if i > 0 {
-			prev = &steps[i-1]
+		if e.beyond(st) {
+			continue
 		}
-		e.emit(Event{Event: "run_start", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
+		e.emit(Event{Event: "run_start", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
 		r, err := e.runStep(ctx, st, prev)
 		if err != nil {
 			return nil, wrapCtx(ctx, err)
@@ -174,15 +175,14 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		if err := e.journal.Append(*r); err != nil {
 			return nil, err
 		}
+		prev = &steps[i]
+		e.decide(st.Clients)
 		done++
+		// The ETA counts undecided adaptive cells at their maximum, so it
+		// only shortens as cells decide.
 		elapsed := time.Since(runStart).Seconds()
-		remaining := 0
-		for _, s := range steps[i+1:] {
-			if _, ok := e.journal.Runs[s.Seq]; !ok {
-				remaining++
-			}
-		}
-		e.emit(Event{Event: "run_done", Seq: st.Seq, Total: total, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
+		remaining := e.count(steps[i+1:], true)
+		e.emit(Event{Event: "run_done", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
 			TPS: ptr(r.TPS), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
@@ -198,6 +198,48 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	}
 	e.emit(Event{Event: "done", WallSeconds: ptr(time.Since(start).Seconds())})
 	return res, nil
+}
+
+// decide records the length of the cell at clients once its first stage is
+// in the journal (at once for a fixed campaign), and says so for an
+// adaptive one.
+func (e *engine) decide(clients int) {
+	if _, done := e.lengths[clients]; done {
+		return
+	}
+	n, need, ok := e.cfg.cellLength(e.journal.Runs, clients)
+	if !ok {
+		return
+	}
+	e.lengths[clients] = n
+	if !e.cfg.IterationsAuto {
+		return
+	}
+	if need > n {
+		e.warn("%d clients: the first %d pairs ask for %d iterations to reach ±%g%%; the cell stops at %s %d, with a wider interval",
+			clients, e.cfg.MinIterations, need, e.cfg.TargetCIPct, ref("max-iterations"), n)
+		return
+	}
+	e.phase("%d clients: %d iterations reach ±%g%% (from the spread of the first %d pairs)", clients, n, e.cfg.TargetCIPct, e.cfg.MinIterations)
+}
+
+// beyond says st lies past its cell's decided length.
+func (e *engine) beyond(st Step) bool {
+	n, ok := e.lengths[st.Clients]
+	return ok && st.Iteration > n
+}
+
+// count is the number of steps the campaign runs, or with pending only
+// those not yet in the journal; undecided cells count at their maximum.
+func (e *engine) count(steps []Step, pending bool) int {
+	n := 0
+	for _, st := range steps {
+		if _, ran := e.journal.Runs[st.Seq]; (ran && pending) || (!ran && e.beyond(st)) {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // mkdirReachable makes d and lets the PostgreSQL user (initdb, pgbench)
@@ -370,20 +412,14 @@ func (e *engine) start(ctx context.Context, vs *variantState) error {
 // runStep executes one measured run.
 func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run, error) {
 	vs := e.byName[st.Variant]
-	restart := false
-	switch e.cfg.Restart {
-	case RestartRun:
-		restart = true
-	case RestartCell:
-		restart = prev == nil || prev.Clients != st.Clients || prev.Variant != st.Variant
-	}
-	if restart && e.running == vs {
+	start := e.running != vs || e.cfg.startsServer(st, prev)
+	if start {
 		if err := e.stopRunning(ctx); err != nil {
 			return nil, err
 		}
-	}
-	if err := e.ensure(ctx, vs); err != nil {
-		return nil, err
+		if err := e.start(ctx, vs); err != nil {
+			return nil, err
+		}
 	}
 	rel := filepath.Join("runs", fmt.Sprintf("%04d-%s-c%d-i%d", st.Seq, st.Variant, st.Clients, st.Iteration))
 	dir := filepath.Join(e.cfg.OutDir, rel)
@@ -393,7 +429,9 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		return nil, err
 	}
 	opts := e.cfg.runOptions(st.Clients)
-	if e.cfg.Warmup > 0 {
+	// A server just started runs slower at first (cold shared buffers and
+	// caches): its first measured run follows an unrecorded warm-up.
+	if start && e.cfg.Warmup > 0 {
 		w := opts
 		w.Duration = e.cfg.Warmup
 		if _, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup."); err != nil {

@@ -30,6 +30,10 @@ type Definition struct {
 	Threads          string              `json:"threads"`
 	DurationSeconds  float64             `json:"duration_seconds"`
 	Iterations       int                 `json:"iterations"`
+	IterationsAuto   bool                `json:"iterations_auto,omitempty"`
+	TargetCIPct      float64             `json:"target_ci_pct,omitempty"`
+	MinIterations    int                 `json:"min_iterations,omitempty"`
+	MaxIterations    int                 `json:"max_iterations,omitempty"`
 	Protocol         string              `json:"protocol"`
 	WarmupSeconds    float64             `json:"warmup_seconds"`
 	CheckpointBefore bool                `json:"checkpoint_before"`
@@ -57,6 +61,9 @@ func (c *Config) definition() Definition {
 	}
 	if c.Order == OrderRandomized {
 		d.Seed = c.Seed
+	}
+	if c.IterationsAuto {
+		d.IterationsAuto, d.TargetCIPct, d.MinIterations, d.MaxIterations = true, c.TargetCIPct, c.MinIterations, c.MaxIterations
 	}
 	if d.Settings == nil {
 		d.Settings = map[string]string{}

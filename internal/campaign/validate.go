@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
 // Path locates the part of a campaign definition an error is about, so the
@@ -209,8 +210,22 @@ func (c *Config) Validate() error {
 	if c.Warmup < 0 || c.Warmup%time.Second != 0 {
 		add(at("warmup"), "Invalid Duration", "%v: want zero or whole seconds", c.Warmup)
 	}
-	if c.Iterations < 1 {
-		add(at("iterations"), "Invalid Iterations", "%d must be at least 1", c.Iterations)
+	switch {
+	case !c.IterationsAuto && c.Iterations < 1:
+		add(at("iterations"), "Invalid Iterations", "%d must be at least 1 (or auto)", c.Iterations)
+	case c.IterationsAuto:
+		if c.Order != OrderAlternate {
+			add(at("iterations"), "Adaptive Iterations Need The Alternating Order", "%s auto chooses each client count's length from its first pairs, which only %s %s makes: use %s %s, or a number of iterations", ref("iterations"), ref("order"), OrderAlternate, ref("order"), OrderAlternate)
+		}
+		if !(c.TargetCIPct > 0 && c.TargetCIPct < 100) {
+			add(at("target-ci"), "Invalid Target Interval", "%v: want a half-width in percent, more than 0 and less than 100", c.TargetCIPct)
+		}
+		if c.MinIterations < report.MinPairs {
+			add(at("min-iterations"), "Invalid Iterations", "%d: the first stage needs at least %d pairs to estimate the spread", c.MinIterations, report.MinPairs)
+		}
+		if c.MaxIterations < c.MinIterations {
+			add(at("max-iterations"), "Invalid Iterations", "%d is less than %s %d", c.MaxIterations, ref("min-iterations"), c.MinIterations)
+		}
 	}
 	if _, err := pgbench.ParseProtocol(c.Protocol); err != nil {
 		add(at("protocol"), "Invalid Protocol", "%v", err)

@@ -35,8 +35,8 @@ const (
 // 3 pairs (2 degrees of freedom), or 4 runs per side (the smallest exact
 // Mann-Whitney test that can reach p < 0.05).
 const (
-	minPairs   = 3
-	minPerSide = 4
+	MinPairs   = 3
+	MinPerSide = 4
 )
 
 // exactUMax bounds the sample sizes for which the Mann-Whitney distribution
@@ -80,7 +80,7 @@ func pairedLogT(a, b []float64, firstStage int) inference {
 	if n > 0 {
 		inf.shift = stat.Mean(d, nil)
 	}
-	if n < minPairs {
+	if n < MinPairs {
 		return inf
 	}
 	inf.ok = true
@@ -140,7 +140,7 @@ func hodgesLehmann(a, b []float64) inference {
 	}
 	slices.Sort(diffs)
 	inf.shift = stats.Sample{Xs: diffs, Sorted: true}.Quantile(0.5)
-	if n1 < minPerSide || n2 < minPerSide {
+	if n1 < MinPerSide || n2 < MinPerSide {
 		return inf
 	}
 	inf.ok = true
@@ -243,9 +243,9 @@ func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g float64) 
 	cmp.Verdict = VerdictNoDifference
 	if !inf.ok {
 		if inf.method == MethodPairedT {
-			cmp.Note = fmt.Sprintf("%d paired iterations give no test or interval: a paired comparison needs at least %d iterations per variant", inf.n1, minPairs)
+			cmp.Note = fmt.Sprintf("%d paired iterations give no test or interval: a paired comparison needs at least %d iterations per variant", inf.n1, MinPairs)
 		} else {
-			cmp.Note = fmt.Sprintf("%d vs %d iterations give no test or interval: an unpaired comparison needs at least %d iterations per variant", inf.n1, inf.n2, minPerSide)
+			cmp.Note = fmt.Sprintf("%d vs %d iterations give no test or interval: an unpaired comparison needs at least %d iterations per variant", inf.n1, inf.n2, MinPerSide)
 		}
 		return
 	}
@@ -311,7 +311,7 @@ func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 }
 
 // TwoStageIterations is the number of pairs an adaptive cell runs, decided
-// from its first stage (the pairs a, b run so far, at least minPairs): the
+// from its first stage (the pairs a, b run so far, at least MinPairs): the
 // fewest with which the two-stage interval of the log ratio at level
 // 1-alpha has a half-width of at most ln(1+targetPct/100) (for small
 // changes, targetPct percentage points), never fewer than len(a) and
@@ -319,7 +319,7 @@ func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 // the final interval exact.
 func TwoStageIterations(a, b []float64, targetPct, alpha float64, maxN int) int {
 	n0 := min(len(a), len(b))
-	if n0 < minPairs {
+	if n0 < MinPairs {
 		return maxN
 	}
 	d := make([]float64, n0)

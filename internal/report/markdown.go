@@ -32,9 +32,12 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		names[i] = v.Name
 	}
 	if len(names) > 0 {
-		iters := wl.Iterations
-		fmt.Fprintf(&b, "Median TPS of %s per variant and client count, min-max in parentheses. ",
-			plural(iters, "iteration")+durationText(wl.DurationSeconds))
+		runs := plural(wl.Iterations, "iteration") + durationText(wl.DurationSeconds)
+		if wl.IterationsAuto {
+			runs = fmt.Sprintf("%d to %d iterations%s (each client count ran as many as an interval of ±%g%% needs)",
+				wl.MinIterations, wl.MaxIterations, durationText(wl.DurationSeconds), wl.TargetCIPct)
+		}
+		fmt.Fprintf(&b, "Median TPS of %s per variant and client count, min-max in parentheses. ", runs)
 		if len(names) > 1 {
 			b.WriteString(methodSentence(r, names[0]))
 		}
@@ -303,7 +306,10 @@ func writeWorkload(b *strings.Builder, wl Workload) {
 	if wl.DurationSeconds > 0 {
 		item("duration", humanSeconds(wl.DurationSeconds))
 	}
-	if wl.Iterations > 0 {
+	switch {
+	case wl.IterationsAuto:
+		item("iterations", fmt.Sprintf("auto: %d first, at most %d, target interval ±%g%%", wl.MinIterations, wl.MaxIterations, wl.TargetCIPct))
+	case wl.Iterations > 0:
 		item("iterations", fmt.Sprint(wl.Iterations))
 	}
 	item("protocol", mdText(wl.Protocol))

@@ -60,13 +60,22 @@ type Variant struct {
 
 // Workload is what each run executed.
 type Workload struct {
-	Mode             string  `json:"mode"` // select-only, tpcb, simple-update, custom
-	Script           string  `json:"script,omitempty"`
-	Scale            int     `json:"scale"`
-	Clients          []int   `json:"clients"`
-	Threads          string  `json:"threads"` // a number or "auto"
-	DurationSeconds  float64 `json:"duration_seconds"`
-	Iterations       int     `json:"iterations"`
+	Mode            string  `json:"mode"` // select-only, tpcb, simple-update, custom
+	Script          string  `json:"script,omitempty"`
+	Scale           int     `json:"scale"`
+	Clients         []int   `json:"clients"`
+	Threads         string  `json:"threads"` // a number or "auto"
+	DurationSeconds float64 `json:"duration_seconds"`
+	// Iterations is the fixed number of runs per variant and cell; 0 with
+	// IterationsAuto, where each cell's own length is its n.
+	Iterations     int  `json:"iterations"`
+	IterationsAuto bool `json:"iterations_auto,omitempty"`
+	// TargetCIPct, MinIterations and MaxIterations are the adaptive rule:
+	// MinIterations pairs first, then as many as an interval of half-width
+	// TargetCIPct needs, at most MaxIterations.
+	TargetCIPct      float64 `json:"target_ci_pct,omitempty"`
+	MinIterations    int     `json:"min_iterations,omitempty"`
+	MaxIterations    int     `json:"max_iterations,omitempty"`
 	Protocol         string  `json:"protocol"`
 	WarmupSeconds    float64 `json:"warmup_seconds"`
 	CheckpointBefore bool    `json:"checkpoint_before"`

@@ -152,10 +152,10 @@ func CompareSamples(baseline, candidate *Samples, an Analysis) (*SampleResults, 
 		switch {
 		case an.Paired && len(b) != len(c):
 			return nil, fmt.Errorf("%s: %d baseline values and %d candidate values: --paired pairs them by line, so the counts must be equal", sampleName(n), len(b), len(c))
-		case an.Paired && len(b) < minPairs:
-			return nil, fmt.Errorf("%s: %d pairs, a paired comparison needs at least %d", sampleName(n), len(b), minPairs)
-		case !an.Paired && (len(b) < minPerSide || len(c) < minPerSide):
-			return nil, fmt.Errorf("%s: %d baseline and %d candidate values, an unpaired comparison needs at least %d of each", sampleName(n), len(b), len(c), minPerSide)
+		case an.Paired && len(b) < MinPairs:
+			return nil, fmt.Errorf("%s: %d pairs, a paired comparison needs at least %d", sampleName(n), len(b), MinPairs)
+		case !an.Paired && (len(b) < MinPerSide || len(c) < MinPerSide):
+			return nil, fmt.Errorf("%s: %d baseline and %d candidate values, an unpaired comparison needs at least %d of each", sampleName(n), len(b), len(c), MinPerSide)
 		}
 		for j, v := range b {
 			runs = append(runs, Run{Seq: len(runs) + 1, Variant: "baseline", Clients: i + 1, Iteration: j + 1, TPS: v})
