@@ -142,7 +142,7 @@ variable "duration" {
 }
 
 variable "warmup" {
-  description = "Unmeasured run before each measured one."
+  description = "Unmeasured run after each server start, before its first measured run."
   type        = string
   default     = "30s"
 }

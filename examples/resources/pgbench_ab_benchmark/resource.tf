@@ -24,7 +24,7 @@ resource "pgbench_ab_benchmark" "patch" {
     clients    = [1, 16, 64]
     duration   = "60s"
     warmup     = "10s"
-    iterations = 5
+    iterations = 10
   }
 
   server_numa = "cpunodebind=0,membind=0"
