@@ -414,8 +414,12 @@ func buildProcesses(dir string) []string {
 		if !strings.HasPrefix(cwd, dir+"/") && !strings.Contains(string(cmdline), dir+"/") {
 			continue
 		}
-		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		out = append(out, e.Name()+" "+strings.TrimSpace(string(comm)))
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		name := strings.Join(strings.Fields(string(comm)), "_")
+		if err != nil || name == "" {
+			continue // exited since its cwd was read
+		}
+		out = append(out, e.Name()+" "+name)
 	}
 	return out
 }
