@@ -48,12 +48,12 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.StringVar(&f.clients, "clients", "", u("clients"))
 	fs.StringVar(&c.Threads, "threads", "", u("threads"))
 	fs.DurationVar(&c.Duration, "duration", 0, u("duration"))
-	fs.Var(&autoInt{n: &c.Iterations, auto: &c.IterationsAuto}, "iterations", u("iterations"))
+	fs.Var(autoInt(&c.Iterations, &c.IterationsAuto), "iterations", u("iterations"))
 	fs.Float64Var(&c.TargetCIPct, "target-ci", 0, u("target-ci"))
 	fs.IntVar(&c.MinIterations, "min-iterations", 0, u("min-iterations"))
 	fs.IntVar(&c.MaxIterations, "max-iterations", 0, u("max-iterations"))
 	fs.StringVar(&c.Protocol, "protocol", "", u("protocol"))
-	fs.Var(&autoDuration{d: &c.Warmup, auto: &c.WarmupAuto}, "warmup", u("warmup"))
+	fs.Var(autoDuration(&c.Warmup, &c.WarmupAuto), "warmup", u("warmup"))
 	fs.BoolVar(&c.CheckpointBefore, "checkpoint-before", false, u("checkpoint-before"))
 	fs.StringVar(&c.Restart, "restart", "", u("restart"))
 	fs.StringVar(&c.Order, "order", "", u("order"))
@@ -218,66 +218,48 @@ func (c *Config) Args() []string {
 	return a
 }
 
-// autoInt is a flag that is a number or "auto".
-type autoInt struct {
-	n    *int
-	auto *bool
+// autoFlag is a flag whose value is a T or "auto".
+type autoFlag[T any] struct {
+	v      *T
+	auto   *bool
+	typ    string // in the help: N|auto
+	what   string // in an error: a number
+	parse  func(string) (T, error)
+	format func(T) string
 }
 
-func (v *autoInt) Type() string { return "N|auto" }
+func (f *autoFlag[T]) Type() string { return f.typ }
 
-func (v *autoInt) String() string {
+func (f *autoFlag[T]) String() string {
 	switch {
-	case v.n == nil:
+	case f.v == nil:
 		return ""
-	case *v.auto:
+	case *f.auto:
 		return "auto"
 	}
-	return strconv.Itoa(*v.n)
+	return f.format(*f.v)
 }
 
-func (v *autoInt) Set(s string) error {
+func (f *autoFlag[T]) Set(s string) error {
+	var zero T
 	if s == "auto" {
-		*v.n, *v.auto = 0, true
+		*f.v, *f.auto = zero, true
 		return nil
 	}
-	n, err := strconv.Atoi(s)
+	v, err := f.parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is neither a number nor auto", s)
+		return fmt.Errorf("%q is neither %s nor auto", s, f.what)
 	}
-	*v.n, *v.auto = n, false
+	*f.v, *f.auto = v, false
 	return nil
 }
 
-// autoDuration is a flag that is a duration or "auto".
-type autoDuration struct {
-	d    *time.Duration
-	auto *bool
+func autoInt(n *int, auto *bool) *autoFlag[int] {
+	return &autoFlag[int]{v: n, auto: auto, typ: "N|auto", what: "a number", parse: strconv.Atoi, format: strconv.Itoa}
 }
 
-func (v *autoDuration) Type() string { return "duration|auto" }
-
-func (v *autoDuration) String() string {
-	switch {
-	case v.d == nil:
-		return ""
-	case *v.auto:
-		return "auto"
-	}
-	return formatDuration(*v.d)
-}
-
-func (v *autoDuration) Set(s string) error {
-	if s == "auto" {
-		*v.d, *v.auto = 0, true
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is neither a duration (30s, 2m, 0) nor auto", s)
-	}
-	*v.d, *v.auto = d, false
-	return nil
+func autoDuration(d *time.Duration, auto *bool) *autoFlag[time.Duration] {
+	return &autoFlag[time.Duration]{v: d, auto: auto, typ: "duration|auto", what: "a duration (30s, 2m, 0)", parse: time.ParseDuration, format: formatDuration}
 }
 
 // formatDuration writes whole seconds as "60s" rather than "1m0s".
