@@ -281,6 +281,13 @@ func TestAccEC2HostFailureAfterLaunch(t *testing.T) {
     create = "6s"
   }
 `)
+	// The replacement installs the runner, which a loaded host may not
+	// finish in 6 s.
+	replace := ec2HostConfig(sim, dir, "", `
+  timeouts {
+    create = "2m"
+  }
+`)
 	var first []ec2sim.InstanceInfo
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
@@ -301,7 +308,7 @@ func TestAccEC2HostFailureAfterLaunch(t *testing.T) {
 						t.Errorf("after the failed create instances = %+v, want one running", first)
 					}
 				},
-				Config: cfg,
+				Config: replace,
 				Check: resource.ComposeTestCheckFunc(
 					func(s *terraform.State) error {
 						ins := sim.Instances()
