@@ -29,7 +29,7 @@ variable "clients" {
 variable "duration" {
   description = "Length of each measured run."
   type        = string
-  default     = "5s"
+  default     = "4s"
 }
 
 locals {
