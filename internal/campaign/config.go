@@ -80,6 +80,9 @@ type Config struct {
 	// dashes, comma separated: "cpunodebind=0,membind=0".
 	ServerNUMA string
 	ClientNUMA string
+	// SamplingRate is the share of transactions a measured run logs: a
+	// fraction in (0, 1], or "auto" (see samplingRate).
+	SamplingRate string
 
 	Alpha float64
 
@@ -97,6 +100,8 @@ type Config struct {
 	Command []string
 	// NumCPU overrides runtime.NumCPU for "auto" threads (tests).
 	NumCPU int
+	// LogLines overrides MaxLogLines for the "auto" sampling rate (tests).
+	LogLines int
 	// HostFacts returns the host facts recorded with the results
 	// (sysinfo.json); nil means sysinfo.Read("/").
 	HostFacts func(ctx context.Context) (any, error) `json:"-"`
@@ -110,7 +115,7 @@ func (c *Config) Defaults() {
 	for _, f := range []struct {
 		p    *string
 		flag string
-	}{{&c.Mode, "mode"}, {&c.Threads, "threads"}, {&c.Protocol, "protocol"}, {&c.Restart, "restart"}, {&c.Order, "order"}} {
+	}{{&c.Mode, "mode"}, {&c.Threads, "threads"}, {&c.Protocol, "protocol"}, {&c.Restart, "restart"}, {&c.Order, "order"}, {&c.SamplingRate, "sampling-rate"}} {
 		if *f.p == "" {
 			*f.p = FieldByFlag(f.flag).Default
 		}
@@ -243,12 +248,22 @@ func (c *Config) threads(clients int) int {
 	return max(1, min(clients, cpus))
 }
 
-// runOptions is the measured run at a client count, without its log.
+// runOptions is the workload of a run at a client count: a warm-up runs
+// it as it is, a measured run adds its log and progress lines (measuredRun).
 func (c *Config) runOptions(clients int) pgbench.RunOptions {
 	return pgbench.RunOptions{
 		Mode: pgbench.Mode(c.Mode), Script: c.Script, Clients: clients, Threads: c.threads(clients),
 		Duration: c.Duration, Protocol: c.Protocol,
 	}
+}
+
+// maxLogLines is the log bound of the auto sampling rate: MaxLogLines,
+// unless a test sets LogLines.
+func (c *Config) maxLogLines() int {
+	if c.LogLines > 0 {
+		return c.LogLines
+	}
+	return MaxLogLines
 }
 
 // reproduceCommand is Command with the resolved seed of a randomized order

@@ -70,6 +70,8 @@ var Fields = []Field{
 	{Flag: "seed", Attribute: "seed", Usage: "seed of the randomized order, recorded with the results; without one the runner takes it from the clock, pgbench_ab_benchmark from the definition"},
 	{Flag: "server-numa", Attribute: "server_numa", Usage: "pinning of the postmaster with numactl, e.g. cpunodebind=0,membind=0"},
 	{Flag: "client-numa", Attribute: "client_numa", Usage: "pinning of pgbench with numactl, e.g. cpunodebind=1,membind=1"},
+	{Flag: "sampling-rate", Default: "auto",
+		Usage: fmt.Sprintf("share of transactions a measured run writes to its per-transaction log (pgbench --sampling-rate): a fraction in (0, 1], or auto, which keeps a run's log under %d lines whatever the TPS", MaxLogLines)},
 	{Flag: "alpha", Attribute: "alpha", Default: "0.05", Usage: "significance level of the verdicts, more than 0 and at most 0.5"},
 	{Flag: "data-dir", Usage: "root of the per-variant data directories (default OUT/data)"},
 	{Flag: "clone", Default: "false", Usage: "copy the first variant's loaded data directory to variants with the same catalog version"},

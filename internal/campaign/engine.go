@@ -51,6 +51,9 @@ type engine struct {
 	lengths map[int]int
 	// nodes overrides the host's NUMA nodes for the overlap check (tests).
 	nodes []sysinfo.Node
+	// recentTPS is the TPS of the last pgbench run of this process at each
+	// client count, measured or warm-up: what sizes the auto sampling rate.
+	recentTPS map[int]float64
 }
 
 func (e *engine) warn(format string, args ...any) {
@@ -428,14 +431,17 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	if err := mkdirFor(dir); err != nil {
 		return nil, err
 	}
-	opts := e.cfg.runOptions(st.Clients)
 	// A server just started runs slower at first (cold shared buffers and
 	// caches): its first measured run follows an unrecorded warm-up.
 	if start && e.cfg.Warmup > 0 {
-		w := opts
+		w := e.cfg.runOptions(st.Clients)
 		w.Duration = e.cfg.Warmup
-		if _, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup."); err != nil {
+		wout, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup.")
+		if err != nil {
 			return nil, fmt.Errorf("variant %s: warmup: %w", vs.Name, err)
+		}
+		if o, err := pgbench.ParseOutput(wout); err == nil {
+			e.noteTPS(st.Clients, o.TPS)
 		}
 	}
 	if e.cfg.CheckpointBefore {
@@ -443,8 +449,7 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 			return nil, fmt.Errorf("variant %s: checkpoint: %w", vs.Name, err)
 		}
 	}
-	opts.Duration = e.cfg.Duration
-	opts.LogPrefix = filepath.Join(dir, logPrefix)
+	opts := e.measuredRun(st.Clients, dir)
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -458,15 +463,17 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	if err != nil {
 		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w; stderr: %s", vs.Name, st.Clients, st.Iteration, err, tail(stderrText, 4))
 	}
+	e.noteTPS(st.Clients, outp.TPS)
 	r := &report.Run{
 		Seq: st.Seq, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
 		TPS: outp.TPS, StartedAt: started, Seconds: secs,
 		LatencyMS:    report.Latency{Avg: outp.LatencyAvgMS, Stddev: outp.LatencyStddevMS},
 		Transactions: outp.Transactions, FailedTransactions: outp.Failed, PgbenchVersion: outp.Version,
-		LogDir: rel,
+		SamplingRate: opts.SamplingRate, LogDir: rel,
 	}
 	if ls, err := summarizeRunLogs(dir); err == nil {
 		r.LatencyMS.P50, r.LatencyMS.P95, r.LatencyMS.P99 = ls.P50, ls.P95, ls.P99
+		r.LoggedTransactions = ls.Count
 		r.TPSSeries = ls.TPSSeries
 		d := pgbench.DriftTrend(ls.TPSSeries)
 		r.DriftPct, r.Drift = d.Pct, d.Drifting
@@ -474,6 +481,42 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		e.warn("run %d (%s, %d clients): no latency percentiles: %v", st.Seq, st.Variant, st.Clients, err)
 	}
 	return r, nil
+}
+
+// measuredRun is the pgbench run of a measured step at a client count,
+// logging a sample of its transactions into dir: the latency percentiles
+// and the per-second TPS series both come from that log (see
+// pgbench.LogSummary). It is the one place these arguments are built, so
+// BenchmarkHarnessOverhead measures what a campaign runs.
+func (e *engine) measuredRun(clients int, dir string) pgbench.RunOptions {
+	o := e.cfg.runOptions(clients)
+	o.LogPrefix = filepath.Join(dir, logPrefix)
+	o.SamplingRate = samplingRate(e.cfg.SamplingRate, e.expectedTPS(clients), e.cfg.Duration, e.cfg.maxLogLines())
+	return o
+}
+
+// expectedTPS is the most recent TPS seen at a client count, any variant:
+// this process's last run there, or else the journal's last; 0 for none.
+func (e *engine) expectedTPS(clients int) float64 {
+	if tps, ok := e.recentTPS[clients]; ok {
+		return tps
+	}
+	if e.journal != nil {
+		return latestTPS(e.journal.Runs, clients)
+	}
+	return 0
+}
+
+// noteTPS records the TPS of a pgbench run at a client count, measured or
+// warm-up, for the sampling rate of the runs after it.
+func (e *engine) noteTPS(clients int, tps float64) {
+	if !(tps > 0) {
+		return
+	}
+	if e.recentTPS == nil {
+		e.recentTPS = map[int]float64{}
+	}
+	e.recentTPS[clients] = tps
 }
 
 // logPrefix names the per-transaction log files in a run directory.
@@ -487,7 +530,7 @@ func summarizeRunLogs(dir string) (*pgbench.LogSummary, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no pgbench logs %s.* in %s", logPrefix, dir)
 	}
-	return pgbench.SummarizeLogs(files, 0)
+	return pgbench.SummarizeLogs(files)
 }
 
 // pgbench runs pgbench against vs as the PostgreSQL user, under the client

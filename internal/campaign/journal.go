@@ -42,6 +42,7 @@ type Definition struct {
 	Seed             int64               `json:"seed"`
 	ServerNUMA       string              `json:"server_numa"`
 	ClientNUMA       string              `json:"client_numa"`
+	SamplingRate     string              `json:"sampling_rate"`
 }
 
 // DefinitionVariant is a variant as the journal records it.
@@ -58,6 +59,7 @@ func (c *Config) definition() Definition {
 		Threads: c.Threads, DurationSeconds: c.Duration.Seconds(), Iterations: c.Iterations,
 		Protocol: c.Protocol, WarmupSeconds: c.Warmup.Seconds(), CheckpointBefore: c.CheckpointBefore,
 		Restart: c.Restart, Order: c.Order, ServerNUMA: c.ServerNUMA, ClientNUMA: c.ClientNUMA,
+		SamplingRate: c.SamplingRate,
 	}
 	if c.Order == OrderRandomized {
 		d.Seed = c.Seed

@@ -249,6 +249,12 @@ func (c *Config) Validate() error {
 	if _, err := ParseNUMA(c.ClientNUMA); err != nil {
 		add(at("client-numa"), "Invalid NUMA Pinning", "%v", err)
 	}
+	if c.SamplingRate != "auto" {
+		// NaN fails the comparison too.
+		if r, err := strconv.ParseFloat(c.SamplingRate, 64); err != nil || !(r > 0 && r <= 1) {
+			add(at("sampling-rate"), "Invalid Sampling Rate", "%q, want a fraction in (0, 1] or auto", c.SamplingRate)
+		}
+	}
 	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
 		add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
 	}

@@ -20,7 +20,7 @@ func TestValidateAll(t *testing.T) {
 		Settings: map[string]string{"bad name": "1"},
 		Mode:     "tpcb", Script: "/s.sql", Scale: 0, Clients: []int{4, 0, 4}, Threads: "x", Duration: 0,
 		Iterations: 0, Warmup: time.Millisecond, Protocol: "binary", Restart: "sometimes", Order: OrderAlternate,
-		SeedSet: true, ServerNUMA: "nodes=0", ClientNUMA: "cpunodebind", Alpha: 0.7,
+		SeedSet: true, ServerNUMA: "nodes=0", ClientNUMA: "cpunodebind", SamplingRate: "0", Alpha: 0.7,
 	}
 	c.Defaults()
 	type found struct {
@@ -63,6 +63,7 @@ func TestValidateAll(t *testing.T) {
 		{"seed", "Seed Without Randomized Order", []string{"order"}},
 		{"server-numa", "Invalid NUMA Pinning", nil},
 		{"client-numa", "Invalid NUMA Pinning", nil},
+		{"sampling-rate", "Invalid Sampling Rate", nil},
 		{"alpha", "Invalid Alpha", nil},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -89,6 +90,28 @@ func TestValidationErrorText(t *testing.T) {
 	want = []string{"SCRIPT: MODE custom needs SCRIPT, the path of the pgbench script on the host", "SEED only applies to ORDER randomized"}
 	if !reflect.DeepEqual(other, want) {
 		t.Errorf("messages = %q, want %q", other, want)
+	}
+}
+
+func TestValidateSamplingRate(t *testing.T) {
+	for rate, ok := range map[string]bool{
+		"auto": true, "1": true, "0.5": true, "1e-4": true, "0.000001": true,
+		"0": false, "-0.1": false, "1.5": false, "NaN": false, "Inf": false, "half": false, "Auto": false, "10%": false,
+	} {
+		c := &Config{Variants: []Variant{{Name: "a", BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Scale: 1, Clients: []int{1},
+			Duration: time.Second, Iterations: 1, SamplingRate: rate}
+		c.Defaults()
+		errs := ValidationErrors(c.Validate())
+		if ok {
+			if len(errs) > 0 {
+				t.Errorf("sampling rate %q: Validate = %v, want nil", rate, errs)
+			}
+			continue
+		}
+		want := fmt.Sprintf("--sampling-rate: %q, want a fraction in (0, 1] or auto", rate)
+		if len(errs) != 1 || errs[0].Path != at("sampling-rate") || errs[0].Error() != want {
+			t.Errorf("sampling rate %q: Validate = %v, want one error %q", rate, errs, want)
+		}
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // LogSummary condenses the per-transaction logs of one run.
@@ -25,8 +24,12 @@ type LogSummary struct {
 	// Latency percentiles, maximum and mean of successful transactions, in ms.
 	P50, P95, P99, MaxMS float64
 	MeanMS               float64
-	// TPSSeries is successful transactions per whole epoch second, from
-	// the first second seen to the last, scaled up by 1/samplingRate.
+	// TPSSeries is transactions per whole second (of the log's clock), over
+	// the seconds every client's logged lines span. It is exact under
+	// sampling too: a line's transaction_no is the client's count of all its
+	// transactions, logged or not, so the count at a second boundary is
+	// interpolated between two lines of each client, a few transactions
+	// apart.
 	TPSSeries []float64
 }
 
@@ -88,9 +91,12 @@ func allDigits(s string) bool {
 
 // SummarizeLogs reads pgbench's per-transaction logs (one per thread) as a
 // stream, in fixed memory whatever their length: latencies go to a
-// histogram (see histogram), per-second counts to a slice as long as the
-// run. samplingRate is the --sampling-rate the run used (0 for none).
-func SummarizeLogs(files []string, samplingRate float64) (*LogSummary, error) {
+// histogram (see histogram), per-second counts to a map as long as the run
+// in seconds. A sampled log (--sampling-rate) gives the percentiles of its
+// sample and still an exact per-second series (see LogSummary.TPSSeries):
+// pgbench refuses --sampling-rate together with --aggregate-interval, the
+// other source of one.
+func SummarizeLogs(files []string) (*LogSummary, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("summarize pgbench logs: no files")
 	}
@@ -106,7 +112,7 @@ func SummarizeLogs(files []string, samplingRate float64) (*LogSummary, error) {
 			return nil, fmt.Errorf("read pgbench log %s: %w", name, err)
 		}
 	}
-	return s.summary(samplingRate), nil
+	return s.summary(), nil
 }
 
 // logScanner accumulates per-transaction log lines.
@@ -114,9 +120,32 @@ type logScanner struct {
 	hist            histogram
 	count           int64
 	skipped, failed int64
-	firstSec        int64
-	perSec          []int64 // index: epoch second - firstSec
+	// last is each client's last line, by client_id; clients counts those
+	// seen.
+	last    []clientPoint
+	clients int
+	// seconds holds, by whole second of the log's clock, the clients'
+	// interpolated transaction counts at that instant.
+	seconds map[int64]*secondCount
 }
+
+// clientPoint is a client's logged transaction: when it ended, in
+// microseconds of the log's clock, and the client's transaction count then.
+type clientPoint struct {
+	seen    bool
+	us, cnt int64
+}
+
+// secondCount sums the transaction counts of clients at a second boundary,
+// and how many clients' lines span it.
+type secondCount struct {
+	cnt     float64
+	clients int
+}
+
+// maxClientID bounds the client_id a log line may have: the scanner keeps a
+// slot per client, and a corrupt id must not allocate gigabytes.
+const maxClientID = 1 << 20
 
 func (s *logScanner) scan(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 256<<10)
@@ -170,10 +199,23 @@ func (s *logScanner) line(line []byte, fields *[8][]byte) error {
 	if n < 6 {
 		return fmt.Errorf("%d fields, want at least 6 (client_id transaction_no time script_no time_epoch time_us)", n)
 	}
+	client, ok := atoi(fields[0])
+	if !ok || client >= maxClientID {
+		return fmt.Errorf("client_id %q is not a number below %d", fields[0], maxClientID)
+	}
+	cnt, ok := atoi(fields[1])
+	if !ok {
+		return fmt.Errorf("transaction_no %q is not a number", fields[1])
+	}
 	epoch, ok := atoi(fields[4])
 	if !ok {
 		return fmt.Errorf("time_epoch %q is not a number", fields[4])
 	}
+	us, ok := atoi(fields[5])
+	if !ok || us >= 1e6 {
+		return fmt.Errorf("time_us %q is not a number of microseconds below a second", fields[5])
+	}
+	s.track(int(client), epoch*1e6+us, cnt)
 	lat, ok := atoi(fields[2])
 	if !ok {
 		switch string(fields[2]) {
@@ -188,38 +230,65 @@ func (s *logScanner) line(line []byte, fields *[8][]byte) error {
 	}
 	s.count++
 	s.hist.add(lat)
-	s.addSecond(epoch)
 	return nil
 }
 
-func (s *logScanner) addSecond(sec int64) {
-	if len(s.perSec) == 0 {
-		s.firstSec = sec
-		s.perSec = append(s.perSec, 0)
+// track adds a client's line at time us with its transaction count cnt:
+// for each whole second since the client's previous line, the count the
+// client had reached then, interpolated between the two lines.
+func (s *logScanner) track(client int, us, cnt int64) {
+	if client >= len(s.last) {
+		s.last = append(s.last, make([]clientPoint, client+1-len(s.last))...)
 	}
-	if sec < s.firstSec {
-		// A later thread's file starts earlier: shift the series right.
-		shift := int(s.firstSec - sec)
-		grown := make([]int64, shift+len(s.perSec))
-		copy(grown[shift:], s.perSec)
-		s.perSec, s.firstSec = grown, sec
+	p := s.last[client]
+	if !p.seen {
+		s.last[client] = clientPoint{seen: true, us: us, cnt: cnt}
+		s.clients++
+		return
 	}
-	i := int(sec - s.firstSec)
-	if i >= len(s.perSec) {
-		if i > 10*24*3600 {
-			// A corrupt timestamp must not allocate gigabytes.
-			return
+	if us < p.us || cnt < p.cnt {
+		// Out of order: not a later transaction of this client.
+		return
+	}
+	s.last[client] = clientPoint{seen: true, us: us, cnt: cnt}
+	first, last := p.us/1e6+1, us/1e6
+	if last-first > 10*24*3600 {
+		// A corrupt timestamp must not allocate gigabytes.
+		return
+	}
+	if s.seconds == nil {
+		s.seconds = map[int64]*secondCount{}
+	}
+	for sec := first; sec <= last; sec++ {
+		f := float64(sec*1e6-p.us) / float64(us-p.us)
+		c := s.seconds[sec]
+		if c == nil {
+			c = &secondCount{}
+			s.seconds[sec] = c
 		}
-		s.perSec = append(s.perSec, make([]int64, i+1-len(s.perSec))...)
+		c.cnt += float64(p.cnt) + f*float64(cnt-p.cnt)
+		c.clients++
 	}
-	s.perSec[i]++
 }
 
-func (s *logScanner) summary(samplingRate float64) *LogSummary {
-	scale := 1.0
-	if samplingRate > 0 && samplingRate < 1 {
-		scale = 1 / samplingRate
+// series is the transactions of each whole second spanned by every
+// client's lines, rounded to 0.1 as pgbench's progress lines are.
+func (s *logScanner) series() []float64 {
+	var secs []int64
+	for sec, c := range s.seconds {
+		if c.clients == s.clients {
+			secs = append(secs, sec)
+		}
 	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+	var out []float64
+	for i := 1; i < len(secs) && secs[i] == secs[i-1]+1; i++ {
+		out = append(out, math.Round((s.seconds[secs[i]].cnt-s.seconds[secs[i-1]].cnt)*10)/10)
+	}
+	return out
+}
+
+func (s *logScanner) summary() *LogSummary {
 	sum := &LogSummary{Count: s.count, Skipped: s.skipped, Failed: s.failed}
 	if s.count > 0 {
 		sum.P50 = s.hist.quantile(0.50) / 1000
@@ -228,10 +297,7 @@ func (s *logScanner) summary(samplingRate float64) *LogSummary {
 		sum.MaxMS = float64(s.hist.max) / 1000
 		sum.MeanMS = s.hist.sum / float64(s.hist.n) / 1000
 	}
-	sum.TPSSeries = make([]float64, len(s.perSec))
-	for i, c := range s.perSec {
-		sum.TPSSeries[i] = float64(c) * scale
-	}
+	sum.TPSSeries = s.series()
 	return sum
 }
 
@@ -318,73 +384,4 @@ func (h *histogram) quantile(q float64) float64 {
 		}
 	}
 	return float64(h.max)
-}
-
-// Interval is one line of an aggregate log (--aggregate-interval).
-// Latency and lag figures are in microseconds.
-type Interval struct {
-	Start                                   time.Time
-	Transactions                            int64
-	SumLatencyUS, SumLatency2, MinUS, MaxUS float64
-	// Lag fields are present under --rate (13, 14) and always from 15 on
-	// (zero without --rate).
-	SumLagUS, SumLag2, MinLagUS, MaxLagUS float64
-	Skipped                               int64
-	Retried, Retries                      int64
-	// Failures is the sum of the failure columns (serialization, deadlock
-	// and, where printed, other); 0 before 15.
-	Failures                                       int64
-	SerializationFailures, DeadlockFailures, Other int64
-}
-
-// ParseAggregateLog parses an aggregate log. The layouts it knows, by
-// field count: 6 (13, 14 plain), 10 (13, 14 with --rate), 11 (--rate and
-// --latency-limit), 15 (15 to 18: every column always printed), 16 (later
-// releases add other_sql_failures).
-func ParseAggregateLog(r io.Reader) ([]Interval, error) {
-	var out []Interval
-	sc := bufio.NewScanner(r)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		switch len(f) {
-		case 6, 10, 11, 15, 16:
-		default:
-			return nil, fmt.Errorf("aggregate log line %d: %d fields, want 6, 10, 11, 15 or 16", lineNo, len(f))
-		}
-		nums := make([]float64, len(f))
-		for i, s := range f {
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, fmt.Errorf("aggregate log line %d field %d %q: %w", lineNo, i+1, s, err)
-			}
-			nums[i] = v
-		}
-		iv := Interval{
-			Start:        time.Unix(int64(nums[0]), 0).UTC(),
-			Transactions: int64(nums[1]),
-			SumLatencyUS: nums[2], SumLatency2: nums[3], MinUS: nums[4], MaxUS: nums[5],
-		}
-		if len(f) >= 10 {
-			iv.SumLagUS, iv.SumLag2, iv.MinLagUS, iv.MaxLagUS = nums[6], nums[7], nums[8], nums[9]
-		}
-		if len(f) >= 11 {
-			iv.Skipped = int64(nums[10])
-		}
-		if len(f) >= 15 {
-			iv.Retried, iv.Retries = int64(nums[11]), int64(nums[12])
-			iv.SerializationFailures, iv.DeadlockFailures = int64(nums[13]), int64(nums[14])
-		}
-		if len(f) == 16 {
-			iv.Other = int64(nums[15])
-		}
-		iv.Failures = iv.SerializationFailures + iv.DeadlockFailures + iv.Other
-		out = append(out, iv)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read aggregate log: %w", err)
-	}
-	return out, nil
 }

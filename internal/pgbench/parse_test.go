@@ -130,7 +130,7 @@ func TestHistogramAccuracy(t *testing.T) {
 	}
 }
 
-func TestSummarizeLogsThreadsAndSampling(t *testing.T) {
+func TestSummarizeLogsThreads(t *testing.T) {
 	dir := t.TempDir()
 	// Two threads of one run; the second starts a second earlier.
 	write := func(name string, lines ...string) {
@@ -150,24 +150,78 @@ func TestSummarizeLogsThreadsAndSampling(t *testing.T) {
 	if !reflect.DeepEqual(files, want) {
 		t.Fatalf("LogFiles = %q, want %q", files, want)
 	}
-	s, err := SummarizeLogs(files, 0.5)
+	s, err := SummarizeLogs(files)
 	if err != nil {
 		t.Fatalf("SummarizeLogs: %v", err)
 	}
 	if s.Count != 4 || s.Skipped != 1 {
 		t.Errorf("count, skipped = %d, %d, want 4, 1", s.Count, s.Skipped)
 	}
-	if got, want := s.TPSSeries, []float64{2, 2, 4}; !reflect.DeepEqual(got, want) {
-		t.Errorf("TPSSeries = %v, want %v (seconds 99..101, doubled for sampling 0.5)", got, want)
-	}
 	if s.P50 != 2 || s.MaxMS != 4 {
 		t.Errorf("p50, max = %v, %v ms, want 2, 4", s.P50, s.MaxMS)
+	}
+	// Both clients' lines span only second 101: no whole second.
+	if s.TPSSeries != nil {
+		t.Errorf("TPSSeries = %v, want none", s.TPSSeries)
 	}
 	if _, err := LogFiles(dir, "none"); err == nil {
 		t.Error("LogFiles(none) = nil error, want one")
 	}
-	if _, err := SummarizeLogs([]string{filepath.Join(dir, "missing")}, 0); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := SummarizeLogs([]string{filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("SummarizeLogs(missing) = %v, want an error naming the file", err)
+	}
+}
+
+// TestSummarizeLogsSampledSeries checks the per-second series of a sampled
+// log against the whole log it was sampled from: each client's
+// transaction_no counts every transaction, so 1% of the lines give the
+// same series, not one with 1% of the counts and their noise.
+func TestSummarizeLogsSampledSeries(t *testing.T) {
+	dir := t.TempDir()
+	// Rates that jump at second boundaries are the worst case for the
+	// interpolation between two lines of a client.
+	perSecond := [][]int{{9000, 18000, 15000, 30000, 24000, 12000}, {11000, 22000, 15000, 10000, 26000, 8000}}
+	var want []float64
+	for sec := 1; sec < len(perSecond[0])-1; sec++ {
+		want = append(want, float64(perSecond[0][sec]+perSecond[1][sec]))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, rate := range []float64{1, 0.01} {
+		var files []string
+		for client, counts := range perSecond {
+			var b strings.Builder
+			cnt := 0
+			for sec, n := range counts {
+				for i := 0; i < n; i++ {
+					cnt++
+					// Transactions end evenly within their second.
+					us := (2*i + 1) * 500000 / n
+					if rate == 1 || rng.Float64() < rate {
+						fmt.Fprintf(&b, "%d %d 150 0 %d %d\n", client, cnt, 1700000000+sec, us)
+					}
+				}
+			}
+			name := filepath.Join(dir, fmt.Sprintf("tx%v.1.%d", rate, client))
+			if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, name)
+		}
+		s, err := SummarizeLogs(files)
+		if err != nil {
+			t.Fatalf("SummarizeLogs: %v", err)
+		}
+		t.Logf("rate %v: series %v, want %v", rate, s.TPSSeries, want)
+		// The first and last seconds are not spanned by both clients' lines.
+		if len(s.TPSSeries) != len(want) {
+			t.Fatalf("rate %v: TPSSeries = %v, want %d seconds like %v", rate, s.TPSSeries, len(want), want)
+		}
+		for i, v := range s.TPSSeries {
+			if math.Abs(v-want[i]) > 0.002*want[i] {
+				t.Errorf("rate %v: TPSSeries = %v, want %v within 0.2%%", rate, s.TPSSeries, want)
+				break
+			}
+		}
 	}
 }
 
@@ -209,7 +263,7 @@ func BenchmarkSummarizeLogs(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := SummarizeLogs([]string{path}, 0)
+		s, err := SummarizeLogs([]string{path})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -234,7 +288,7 @@ func TestSummarizeLogsFixedMemory(t *testing.T) {
 	}
 	allocs := func(path string) float64 {
 		return testing.AllocsPerRun(3, func() {
-			if _, err := SummarizeLogs([]string{path}, 0); err != nil {
+			if _, err := SummarizeLogs([]string{path}); err != nil {
 				t.Fatal(err)
 			}
 		})

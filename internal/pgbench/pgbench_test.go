@@ -62,6 +62,9 @@ func TestValidate(t *testing.T) {
 		{"bad protocol", func(o *RunOptions) { o.Protocol = "binary" }, "binary"},
 		{"sampling without log", func(o *RunOptions) { o.SamplingRate = 0.5 }, "log prefix"},
 		{"sampling above one", func(o *RunOptions) { o.LogPrefix, o.SamplingRate = "/tmp/tx", 2 }, "sampling rate 2"},
+		{"progress", func(o *RunOptions) { o.Progress = 5 * time.Second }, ""},
+		{"negative progress", func(o *RunOptions) { o.Progress = -time.Second }, "progress interval -1s"},
+		{"fractional progress", func(o *RunOptions) { o.Progress = 500 * time.Millisecond }, "progress interval 500ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,8 +95,8 @@ func TestArgs(t *testing.T) {
 			[]string{"-b", "tpcb-like", "-c", "1", "-T", "10", "-M", "prepared", "-n"}},
 		{"simple-update with log", RunOptions{Mode: ModeSimpleUpdate, Clients: 2, Threads: 2, Duration: 2 * time.Second, LogPrefix: "/o/tx"},
 			[]string{"-b", "simple-update", "-c", "2", "-j", "2", "-T", "2", "--log", "--log-prefix=/o/tx"}},
-		{"custom sampled extra", RunOptions{Mode: ModeCustom, Script: "/s.sql", Clients: 8, Threads: 4, Duration: 30 * time.Second, LogPrefix: "/o/tx", SamplingRate: 0.01, ExtraArgs: []string{"-P", "1"}},
-			[]string{"-f", "/s.sql", "-c", "8", "-j", "4", "-T", "30", "--log", "--log-prefix=/o/tx", "--sampling-rate=0.01", "-P", "1"}},
+		{"custom sampled progress extra", RunOptions{Mode: ModeCustom, Script: "/s.sql", Clients: 8, Threads: 4, Duration: 30 * time.Second, LogPrefix: "/o/tx", SamplingRate: 0.01, Progress: time.Second, ExtraArgs: []string{"-r"}},
+			[]string{"-f", "/s.sql", "-c", "8", "-j", "4", "-T", "30", "-P", "1", "--log", "--log-prefix=/o/tx", "--sampling-rate=0.01", "-r"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 const pg15 = "/usr/lib/postgresql/15/bin"
 
 // TestRealPgbench runs PostgreSQL 15's pgbench against a scratch cluster
-// and checks that its summary and its per-transaction log tell the same
-// story.
+// and checks that its summary, its per-transaction log (whole and sampled)
+// and its progress lines tell the same story.
 func TestRealPgbench(t *testing.T) {
 	testhost.RequireRoot(t)
 	testhost.RequireCommand(t, "postgres", pg15)
@@ -87,7 +87,7 @@ func TestRealPgbench(t *testing.T) {
 	if len(files) != 2 {
 		t.Errorf("log files = %q, want one per thread (2)", files)
 	}
-	sum, err := SummarizeLogs(files, 0)
+	sum, err := SummarizeLogs(files)
 	if err != nil {
 		t.Fatalf("SummarizeLogs: %v", err)
 	}
@@ -102,22 +102,63 @@ func TestRealPgbench(t *testing.T) {
 	if d := math.Abs(sum.MeanMS - out.LatencyAvgMS); d > 0.002+0.05*out.LatencyAvgMS {
 		t.Errorf("log mean latency %.4f ms vs summary %.3f ms: differ by %.4f", sum.MeanMS, out.LatencyAvgMS, d)
 	}
-	// Whole seconds only: the first and last are partial.
-	var total float64
-	for _, v := range sum.TPSSeries {
-		total += v
+	t.Logf("pgbench %s: %d transactions, %.0f tps; log p50 %.3f p95 %.3f p99 %.3f max %.3f ms",
+		out.Version, out.Transactions, out.TPS, sum.P50, sum.P95, sum.P99, sum.MaxMS)
+
+	// A sampled log, as a campaign's measured run has, with pgbench's own
+	// progress lines to check its series against: the sample holds about
+	// the rate's share of the transactions, and both series have a value per
+	// second whose mean is the summary's tps.
+	const rate = 0.01
+	const secs = 5
+	s := RunOptions{Mode: ModeSelectOnly, Clients: 2, Threads: 2, Duration: secs * time.Second,
+		LogPrefix: filepath.Join(logDir, "sampled"), SamplingRate: rate, Progress: time.Second}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
 	}
-	if int64(total) != sum.Count {
-		t.Errorf("TPS series sums to %v, want the log count %d", total, sum.Count)
+	text = run(s.Args()...)
+	out, err = ParseOutput(text)
+	if err != nil {
+		t.Fatalf("ParseOutput: %v\n%s", err, text)
 	}
-	if n := len(sum.TPSSeries); n < 2 || n > 4 {
-		t.Fatalf("TPS series has %d seconds for a 2 s run: %v", n, sum.TPSSeries)
+	files, err = LogFiles(logDir, "sampled")
+	if err != nil {
+		t.Fatalf("LogFiles: %v", err)
 	}
-	// Count / duration is the series' rate; pgbench's tps divides by the
-	// measured benchmark time, which is close to -T.
-	if rate := total / out.DurationSeconds; math.Abs(rate-out.TPS)/out.TPS > 0.15 {
-		t.Errorf("log rate %.0f tps vs summary %.0f tps: more than 15%% apart", rate, out.TPS)
+	sampled, err := SummarizeLogs(files)
+	if err != nil {
+		t.Fatalf("SummarizeLogs: %v", err)
 	}
-	t.Logf("pgbench %s: %d transactions, %.0f tps; log p50 %.3f p95 %.3f p99 %.3f max %.3f ms, series %v",
-		out.Version, out.Transactions, out.TPS, sum.P50, sum.P95, sum.P99, sum.MaxMS, sum.TPSSeries)
+	// A binomial sample: allow five standard deviations.
+	want := rate * float64(out.Transactions)
+	if d := math.Abs(float64(sampled.Count) - want); d > 5*math.Sqrt(want*(1-rate)) {
+		t.Errorf("sampled log holds %d transactions, want about %.0f (rate %v of %d)", sampled.Count, want, rate, out.Transactions)
+	}
+	if !(sampled.P50 > 0 && sampled.P50 <= sampled.P95 && sampled.P95 <= sampled.P99 && sampled.P99 <= sampled.MaxMS) {
+		t.Errorf("sampled percentiles p50 %v p95 %v p99 %v max %v are not ordered and positive", sampled.P50, sampled.P95, sampled.P99, sampled.MaxMS)
+	}
+	mean := func(x []float64) float64 {
+		var total float64
+		for _, v := range x {
+			total += v
+		}
+		return total / float64(len(x))
+	}
+	// The log's series has the whole seconds of the clock the run spans,
+	// the progress lines one per second from the start, the last one
+	// missing when the run ends before pgbench prints it.
+	for _, series := range []struct {
+		name   string
+		values []float64
+	}{{"log", sampled.TPSSeries}, {"progress", out.Progress}} {
+		if n := len(series.values); n < secs-1 || n > secs {
+			t.Errorf("%s series has %d values for a %d s run, want %d or %d: %v", series.name, n, secs, secs-1, secs, series.values)
+			continue
+		}
+		if m := mean(series.values); math.Abs(m-out.TPS)/out.TPS > 0.05 {
+			t.Errorf("%s series mean %.0f tps vs summary %.0f tps: more than 5%% apart (series %v)", series.name, m, out.TPS, series.values)
+		}
+	}
+	t.Logf("sampled at %v: %d of %d transactions logged, %.0f tps; log series %v, progress %v; p50 %.3f p95 %.3f p99 %.3f ms",
+		rate, sampled.Count, out.Transactions, out.TPS, sampled.TPSSeries, out.Progress, sampled.P50, sampled.P95, sampled.P99)
 }

@@ -112,7 +112,7 @@ type VariantCell struct {
 }
 
 // Latency is in milliseconds. Percentiles come from pgbench's per-transaction
-// log; zero means the log was not available.
+// log, sampled (Run.SamplingRate); zero means the log was not available.
 type Latency struct {
 	Avg    float64 `json:"avg"`
 	Stddev float64 `json:"stddev"`
@@ -174,7 +174,15 @@ type Run struct {
 	Transactions       int64  `json:"transactions"`
 	FailedTransactions int64  `json:"failed_transactions"`
 	PgbenchVersion     string `json:"pgbench_version"`
-	// TPSSeries is throughput per second of the run, from the aggregate log.
+	// SamplingRate is the share of transactions the run wrote to its
+	// per-transaction log (pgbench --sampling-rate; 1 for all of them), and
+	// LoggedTransactions the successful transactions in that log: the
+	// sample the latency percentiles come from.
+	SamplingRate       float64 `json:"sampling_rate"`
+	LoggedTransactions int64   `json:"logged_transactions"`
+	// TPSSeries is throughput per whole second of the run, from its
+	// per-transaction log: each line carries its client's count of all
+	// transactions, logged or not, so a sampled log gives the same series.
 	TPSSeries []float64 `json:"tps_series,omitempty"`
 	// Drift says the throughput trended during the run: a fitted change of
 	// DriftPct percent from its first to its last second that is both
