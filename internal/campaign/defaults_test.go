@@ -16,6 +16,9 @@ import (
 // See TestDefaultsFindAModestSlowdown for the figures it measured.
 const slowdownSetting, slowdownValue = "default_transaction_isolation", "serializable"
 
+// logBound is the per-transaction log bound of the campaign below.
+const logBound = 4000
+
 // TestDefaultsFindAModestSlowdown runs one campaign at the defaults of the
 // definition (iterations, order, warm-up, restarts, alpha, the analysis
 // and its correction) with three variants: a baseline, the same server
@@ -42,6 +45,9 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 		// One client: pgbench and its backend fit the two cores of a
 		// small CI machine, which keeps the pairs' noise down.
 		cfg.Scale, cfg.Clients, cfg.Duration, cfg.OutDir, cfg.Clone = 1, []int{1}, 4*time.Second, out, true
+		// The per-transaction logs are bounded by a small number here, to
+		// see the bound hold at this machine's TPS.
+		cfg.LogLines = logBound
 		cfg.Defaults()
 		res, err := Execute(context.Background(), cfg, nil)
 		if err != nil {
@@ -57,6 +63,16 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 		t.Fatalf("%d runs, want %d", len(res.Runs), 3*cfg.Iterations)
 	}
 	steps := cfg.Plan()
+	for _, r := range res.Runs {
+		secs := int(cfg.Duration / time.Second)
+		// The rate aims at half the bound from the TPS before the run: a
+		// run may pass the bound only by being twice as fast as that.
+		if !(r.SamplingRate > 0 && r.SamplingRate < 1) || r.LoggedTransactions <= 0 || r.LoggedTransactions > 2*logBound ||
+			r.LatencyMS.P99 <= 0 || len(r.TPSSeries) < secs-2 {
+			t.Errorf("run %d: sampling rate %v, %d transactions logged, p99 %v ms, %d seconds of series; want a sample of at most %d lines, a p99 and a series",
+				r.Seq, r.SamplingRate, r.LoggedTransactions, r.LatencyMS.P99, len(r.TPSSeries), logBound)
+		}
+	}
 	for i, r := range res.Runs {
 		var prev *Step
 		if i > 0 {
