@@ -9,14 +9,19 @@ import (
 )
 
 // abProgress forwards the runner's progress events to the Terraform log
-// while the campaign runs (visible with TF_LOG=INFO), in the words the
-// runner prints them, and keeps the warnings for diagnostics.
+// while the campaign runs (visible with TF_LOG=INFO) and to the campaign's
+// progress.log, in the words the runner prints them, and keeps the
+// warnings for diagnostics.
 type abProgress struct {
 	ctx      context.Context
+	log      *progressLog
 	warnings []string
 }
 
 func (p *abProgress) event(e campaign.Event) {
+	if e.Event != campaign.EventRunStart {
+		p.log.line(e.String())
+	}
 	msg := "campaign: " + e.String()
 	fields := map[string]any{"seq": e.Seq, "total": e.Total, "variant": e.Variant, "clients": e.Clients, "iteration": e.Iteration}
 	for k, v := range map[string]*float64{"tps": e.TPS, "seconds": e.Seconds, "elapsed_seconds": e.ElapsedSeconds, "eta_seconds": e.ETASeconds} {

@@ -2,10 +2,12 @@ package provider
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -39,6 +41,10 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 		"warmup":         config.StringVariable("1s"),
 		"iterations":     config.IntegerVariable(2),
 	}
+	// The example leaves local_dir at its default: the reports come home,
+	// over SSH, into pgbench-results/<id> in the working directory.
+	results := abResultsRootForTest(t)
+	var readOnly, readWrite string
 	resource.Test(t, resource.TestCase{
 		PreCheck:     func() { preCheck(t) },
 		CheckDestroy: ec2NoneRunning(sim),
@@ -48,8 +54,15 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			ProtoV6ProviderFactories: protoV6ProviderFactories,
 			ConfigDirectory:          config.StaticDirectory("../examples/numa-clock-sweep"),
 			ConfigVariables:          vars,
-			ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
-				abResultsChecks("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string))...),
+			ConfigStateChecks: slices.Concat(
+				abResultsChecks("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				abResultsChecks("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				abCollectedChecks("pgbench_ab_benchmark.read_only", 8, 8, "", &readOnly),
+				abCollectedChecks("pgbench_ab_benchmark.read_write", 8, 8, "", &readWrite),
+				[]statecheck.StateCheck{
+					abUnder("pgbench_ab_benchmark.read_only", results),
+					abUnder("pgbench_ab_benchmark.read_write", results),
+				}),
 			Check: resource.ComposeTestCheckFunc(
 				ec2Only(sim, 1, nil),
 				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.hourly_price_usd", "14.45"),

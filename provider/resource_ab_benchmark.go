@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
@@ -74,8 +75,8 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"(a build plus settings plus huge pages), run alternately at each client count, with per-cell " +
 			"medians, a confidence interval, a p-value and a verdict as computed attributes. " +
 			"Every argument forces a new campaign. An interrupted apply resumes from the host's journal " +
-			"when applied again with the same configuration. Destroy removes the data directories and keeps the reports, " +
-			"moved to `<report_dir>.destroyed-<UTC time>` so that a later campaign with the same configuration measures again.",
+			"when applied again with the same configuration. The finished report is collected into `local_dir` on the machine running Terraform. " +
+			"Destroy removes the campaign's data directories and its reports from the host (`keep_on_host` keeps the reports there).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -99,10 +100,29 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"results":          abResultsAttribute(),
 			"summary_markdown": schema.StringAttribute{Computed: true, MarkdownDescription: "The campaign's summary.md: a Markdown table ready for a mailing-list post, with the host, the settings and the command to reproduce."},
 			"report_dir":       schema.StringAttribute{Computed: true, MarkdownDescription: "Directory on the host with the journal, results.json/csv, summary.md, benchstat files, the chart and raw pgbench logs."},
-			"started_at":       schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign started (RFC 3339)."},
-			"finished_at":      schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign finished (RFC 3339)."},
-			"wall_seconds":     schema.Float64Attribute{Computed: true, MarkdownDescription: "Wall time of the campaign in seconds."},
-			"sysinfo":          schema.StringAttribute{Computed: true, MarkdownDescription: "Host facts recorded with the results (JSON): kernel, CPU, NUMA, tuning, huge pages."},
+			"local_dir": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Directory on the machine running Terraform that the finished campaign's report is collected into: " +
+					"journal.jsonl, results.json/csv, summary.md, the chart, sysinfo.json, the benchstat files and the raw logs as " +
+					"`logs.tar.gz`, each verified by sha256. While the campaign runs it holds a live `progress.log` (`tail -f` it). " +
+					"Relative paths are relative to Terraform's working directory; default `pgbench-results/<id>`. " +
+					"Changing it collects the report again into the new directory, without measuring.",
+			},
+			"keep_on_host": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Keep the reports on the host at destroy, moved to `<report_dir>.destroyed-<UTC time>`. " +
+					"By default destroy removes them there: the collected copy in `local_dir` is the one that stays.",
+			},
+			"local_report_dir": schema.StringAttribute{Computed: true, MarkdownDescription: "Absolute path of the collected report (`local_dir` resolved)."},
+			"local_files": schema.MapAttribute{
+				ElementType:         types.StringType,
+				Computed:            true,
+				MarkdownDescription: "The collected report's files, by name, with their sha256 (checked against the host's after the transfer).",
+			},
+			"started_at":   schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign started (RFC 3339)."},
+			"finished_at":  schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign finished (RFC 3339)."},
+			"wall_seconds": schema.Float64Attribute{Computed: true, MarkdownDescription: "Wall time of the campaign in seconds."},
+			"sysinfo":      schema.StringAttribute{Computed: true, MarkdownDescription: "Host facts recorded with the results (JSON): kernel, CPU, NUMA, tuning, huge pages."},
 			"hourly_price_usd": schema.Float64Attribute{
 				Optional: true,
 				MarkdownDescription: "Hourly price of the host in USD, for `cost_usd`: e.g. `pgbench_host.<name>.ec2.hourly_price_usd`. " +
@@ -235,8 +255,16 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	// Create again with the same arguments and the same directory, and the
 	// runner resumes from its journal instead of Terraform tainting the
 	// resource and throwing the finished runs away.
-	tflog.Info(ctx, "starting A/B campaign", map[string]any{"report_dir": dir, "command": strings.Join(full, " ")})
-	prog := &abProgress{ctx: ctx}
+	local, err := abLocalDir(plan.LocalDir.ValueString(), key)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("local_dir"), "Invalid Local Directory", fmt.Sprintf("local_dir %q: %v.", plan.LocalDir.ValueString(), err))
+		return
+	}
+	plog := openProgressLog(ctx, local)
+	defer plog.Close()
+	tflog.Info(ctx, "starting A/B campaign", map[string]any{"report_dir": dir, "local_report_dir": local, "command": strings.Join(full, " ")})
+	plog.line("campaign " + key + " on " + ex.String() + " in " + dir)
+	prog := &abProgress{ctx: ctx, log: plog}
 	var doc json.RawMessage
 	// On cancel the runner stops pgbench and the server and keeps its
 	// journal; a server killed mid-shutdown would keep its huge pages.
@@ -272,7 +300,32 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	logABSummary(ctx, res)
+	resp.Diagnostics.Append(plan.collect(ctx, conn, ex, res, local, plog)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// collect brings the finished campaign's report home into local and sets
+// local_report_dir and local_files. On failure nothing is in state yet, so
+// the next apply finds the finished journal and collects again.
+func (m *abBenchmarkModel) collect(ctx context.Context, conn connectionModel, ex remote.Executor, res *report.Results, local string, plog *progressLog) diag.Diagnostics {
+	var d diag.Diagnostics
+	dir := m.ReportDir.ValueString()
+	logf := func(s string) {
+		plog.line(s)
+		tflog.Info(ctx, s)
+	}
+	sums, err := collectReport(ctx, conn, ex, dir, local, logf)
+	if err != nil {
+		d.AddError("Campaign Report Not Collected", fmt.Sprintf("The campaign in %s on the host finished, but collecting its report into %s failed: %v. "+
+			"Apply again: the finished campaign is taken from the host's journal, without measuring, and collected again.", dir, local, err))
+		return d
+	}
+	m.LocalReportDir = types.StringValue(local)
+	m.LocalFiles, d = types.MapValueFrom(ctx, types.StringType, sums)
+	return d
 }
 
 // setCampaignResults sets the summary and every computed result attribute
@@ -314,6 +367,9 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 	}
 	state.Timeouts = plan.Timeouts
 	state.HourlyPriceUSD = plan.HourlyPriceUSD
+	state.KeepOnHost = plan.KeepOnHost
+	recollect := !plan.LocalDir.Equal(state.LocalDir)
+	state.LocalDir = plan.LocalDir
 	if !plan.Alpha.Equal(state.Alpha) {
 		cfg, err := abCampaign(ctx, &plan)
 		if err != nil {
@@ -344,9 +400,36 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 			return
 		}
 		logABSummary(ctx, res)
+		recollect = true
+	}
+	if recollect {
+		resp.Diagnostics.Append(r.recollect(ctx, &state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
 	state.CostUSD = abCostUSD(state.HourlyPriceUSD, state.WallSeconds)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// recollect collects the report of the campaign in state again, into its
+// (new) local_dir: after a recompute at a new alpha, or a new local_dir.
+func (r *abBenchmarkResource) recollect(ctx context.Context, state *abBenchmarkModel) diag.Diagnostics {
+	var d diag.Diagnostics
+	local, err := abLocalDir(state.LocalDir.ValueString(), state.ID.ValueString())
+	if err != nil {
+		d.AddAttributeError(path.Root("local_dir"), "Invalid Local Directory", fmt.Sprintf("local_dir %q: %v.", state.LocalDir.ValueString(), err))
+		return d
+	}
+	conn, ex, ok := dialHost(ctx, state.Connection, "collecting the campaign's report", &d)
+	if !ok {
+		return d
+	}
+	defer ex.Close()
+	plog := openProgressLog(ctx, local)
+	defer plog.Close()
+	d.Append(state.collect(ctx, conn, ex, nil, local, plog)...)
+	return d
 }
 
 func (r *abBenchmarkResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -368,23 +451,30 @@ func (r *abBenchmarkResource) Delete(ctx context.Context, req resource.DeleteReq
 	}
 	defer ex.Close()
 	dir := state.ReportDir.ValueString()
-	// The reports move aside: a later campaign with the same configuration
-	// must measure again, not find this finished journal and resume it.
-	now := time.Now
-	if r.data != nil && r.data.now != nil {
-		now = r.data.now
+	// The reports go, or with keep_on_host move aside: either way a later
+	// campaign with the same configuration measures again instead of
+	// finding this finished journal and resuming it.
+	args := []string{"ab", "--out", dir, "--remove-data", "--remove-reports"}
+	what := "remove its reports"
+	if state.KeepOnHost.ValueBool() {
+		now := time.Now
+		if r.data != nil && r.data.now != nil {
+			now = r.data.now
+		}
+		kept := dir + ".destroyed-" + now().UTC().Format("20060102T150405Z")
+		args = []string{"ab", "--out", dir, "--remove-data", "--keep-reports-as", kept}
+		what = "move its reports to " + kept
 	}
-	kept := dir + ".destroyed-" + now().UTC().Format("20060102T150405Z")
 	var out struct {
 		Removed []string `json:"removed"`
 		KeptIn  string   `json:"reports_kept_in"`
 	}
-	if err := conn.runner(ex).Run(ctx, &out, "ab", "--out", dir, "--remove-data", "--keep-reports-as", kept); err != nil {
-		resp.Diagnostics.AddError("Campaign Data Not Removed", fmt.Sprintf("Remove the data directories of the campaign in %s and move its reports to %s: %v. "+
-			"Destroy again once the host is reachable; until the reports move, applying the same configuration would find the finished journal and reuse its results.", dir, kept, err))
+	if err := conn.runner(ex).Run(ctx, &out, args...); err != nil {
+		resp.Diagnostics.AddError("Campaign Data Not Removed", fmt.Sprintf("Remove the data directories of the campaign in %s and %s: %v. "+
+			"Destroy again once the host is reachable; until then, applying the same configuration would find the finished journal and reuse its results.", dir, what, err))
 		return
 	}
-	tflog.Info(ctx, "removed campaign data directories", map[string]any{"report_dir": dir, "reports_kept_in": out.KeptIn, "removed": out.Removed})
+	tflog.Info(ctx, "removed the campaign from the host", map[string]any{"report_dir": dir, "reports_kept_in": out.KeptIn, "removed": out.Removed})
 }
 
 // variants decodes the variant blocks.
@@ -411,6 +501,10 @@ type abBenchmarkModel struct {
 	Results           types.List       `tfsdk:"results"`
 	SummaryMarkdown   types.String     `tfsdk:"summary_markdown"`
 	ReportDir         types.String     `tfsdk:"report_dir"`
+	LocalDir          types.String     `tfsdk:"local_dir"`
+	KeepOnHost        types.Bool       `tfsdk:"keep_on_host"`
+	LocalReportDir    types.String     `tfsdk:"local_report_dir"`
+	LocalFiles        types.Map        `tfsdk:"local_files"`
 	StartedAt         types.String     `tfsdk:"started_at"`
 	FinishedAt        types.String     `tfsdk:"finished_at"`
 	WallSeconds       types.Float64    `tfsdk:"wall_seconds"`

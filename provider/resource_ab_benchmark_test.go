@@ -11,6 +11,7 @@ import (
 	posixpath "path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -786,19 +787,30 @@ func (c abVariantStats) CheckValue(v any) error {
 	return nil
 }
 
-// abCheckDataRemoved checks that destroy removed the data directories and
-// kept the reports, moved aside so the same configuration measures again.
-func abCheckDataRemoved(dir *string, variants []string) tfresource.TestCheckFunc {
+// abCheckDataRemoved checks that destroy removed the campaign from the
+// host: its data directories always; its reports too, or with keep (the
+// resource's keep_on_host) moved aside so the same configuration measures
+// again.
+func abCheckDataRemoved(dir *string, variants []string, keep bool) tfresource.TestCheckFunc {
 	return func(*terraform.State) error {
 		if *dir == "" {
 			return fmt.Errorf("report_dir was never recorded")
 		}
 		if _, err := os.Stat(*dir); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("campaign directory %s after destroy: %v, want it moved aside", *dir, err)
+			return fmt.Errorf("campaign directory %s after destroy: %v, want it gone", *dir, err)
 		}
 		kept, err := filepath.Glob(*dir + ".destroyed-*")
-		if err != nil || len(kept) != 1 {
-			return fmt.Errorf("reports moved aside: %q (%v), want one %s.destroyed-* directory", kept, err, *dir)
+		if err != nil {
+			return err
+		}
+		if !keep {
+			if len(kept) > 0 {
+				return fmt.Errorf("reports kept on the host in %q, want them removed (the collected copy is home)", kept)
+			}
+			return nil
+		}
+		if len(kept) != 1 {
+			return fmt.Errorf("reports moved aside: %q, want one %s.destroyed-* directory", kept, *dir)
 		}
 		for _, v := range variants {
 			if _, err := os.Stat(filepath.Join(kept[0], "data", v)); !errors.Is(err, os.ErrNotExist) {
@@ -822,7 +834,8 @@ func TestAccABBenchmarkLocal(t *testing.T) {
 	testhost.RequireRoot(t)
 	testhost.RequireCommand(t, "pgbench", abPGBin)
 	runner := abInstallRunner(t)
-	config := func(timeout string, alpha ...string) string {
+	local, moved := filepath.Join(t.TempDir(), "report"), filepath.Join(t.TempDir(), "moved")
+	config := func(timeout, localDir string, alpha ...string) string {
 		a := ""
 		if len(alpha) > 0 {
 			a = "alpha = " + alpha[0]
@@ -833,6 +846,7 @@ resource "pgbench_ab_benchmark" "t" {
     mode        = "local"
     runner_path = %q
   }
+  local_dir = %q
   %s
   variant {
     name       = "sb16"
@@ -856,7 +870,7 @@ resource "pgbench_ab_benchmark" "t" {
     create = %q
   }
 }
-`, runner, a, abPGBin, abOddSetting, abPGBin, timeout)
+`, runner, localDir, a, abPGBin, abOddSetting, abPGBin, timeout)
 	}
 	variants := []string{"sb16", "sb128"}
 	var dir string
@@ -865,31 +879,41 @@ resource "pgbench_ab_benchmark" "t" {
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
-		CheckDestroy:             abCheckDataRemoved(&dir, variants),
+		CheckDestroy:             abCheckDataRemoved(&dir, variants, false),
 		Steps: []tfresource.TestStep{
 			{
 				// Stopped part way: the runs done so far stay in the
-				// host's journal.
-				Config:      config("12s"),
+				// host's journal; progress.log has followed them.
+				Config:      config("12s", local),
 				ExpectError: regexp.MustCompile(`(?s)A/B Campaign Failed.*resume.*create\s+timeout`),
 			},
 			{
-				PreConfig: func() { resumedAt = time.Now() },
-				Config:    config("30m"),
-				ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir,
+				PreConfig: func() {
+					resumedAt = time.Now()
+					if _, err := os.Stat(filepath.Join(local, progressLogFile)); err != nil {
+						t.Errorf("progress.log of the interrupted apply: %v", err)
+					}
+					if _, err := os.Stat(filepath.Join(local, "results.json")); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("results.json collected from an unfinished campaign: %v", err)
+					}
+				},
+				Config: config("30m", local),
+				ConfigStateChecks: slices.Concat(abResultsChecks("pgbench_ab_benchmark.t", variants, []int{1, 2}, 2, &dir,
 					func(d string) error { return abCheckResumed(d, resumedAt) },
 					abCheckOddSetting),
-					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))),
+					abCollectedChecks("pgbench_ab_benchmark.t", 8, 8, local, nil),
+					[]statecheck.StateCheck{sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))}),
 			},
 			{
-				Config:           config("30m"),
+				Config:           config("30m", local),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 			{
 				// A new alpha is an in-place update that recomputes the
-				// verdicts from the journal: same campaign, no new runs.
+				// verdicts from the journal: same campaign, no new runs,
+				// and the collected copy follows.
 				PreConfig: func() { recomputedAt = time.Now() },
-				Config:    config("30m", "0.2"),
+				Config:    config("30m", local, "0.2"),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("pgbench_ab_benchmark.t", plancheck.ResourceActionUpdate),
 				}},
@@ -900,7 +924,19 @@ resource "pgbench_ab_benchmark" "t" {
 						knownvalue.StringRegexp(regexp.MustCompile(`verdict at alpha = 0\.2`))),
 					statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("report_dir"),
 						knownvalue.StringFunc(func(d string) error { return abCheckRecomputed(d, recomputedAt, 0.2) })),
+					statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("local_report_dir"),
+						knownvalue.StringFunc(func(d string) error { return abCheckLocalAlpha(d, 0.2) })),
 				},
+			},
+			{
+				// A new local_dir collects again, in place, measuring
+				// nothing.
+				Config: config("30m", moved, "0.2"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("pgbench_ab_benchmark.t", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: append(abCollectedChecks("pgbench_ab_benchmark.t", 8, 0, moved, nil),
+					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))),
 			},
 		},
 	})
@@ -969,7 +1005,7 @@ func TestAccABBenchmarkPipeline(t *testing.T) {
 	testhost.LockKernel(t)
 	testhost.SaveSysctl(t, "vm.nr_hugepages")
 	prevPages := readSysctlInt(t, "vm.nr_hugepages")
-	installDir := abTempDir(t)
+	installDir, localDir := abTempDir(t), filepath.Join(t.TempDir(), "report")
 	config := fmt.Sprintf(`
 resource "pgbench_host" "h" {
   local       = true
@@ -994,6 +1030,8 @@ resource "pgbench_hugepage_pool" "pool" {
 resource "pgbench_ab_benchmark" "ab" {
   host_connection = pgbench_host.h.connection_info
   settings        = { shared_buffers = "64MB" }
+  local_dir       = %q
+  keep_on_host    = true
   variant {
     name       = "4k"
     bin_dir    = pgbench_postgres_build.pg.bin_dir
@@ -1012,14 +1050,14 @@ resource "pgbench_ab_benchmark" "ab" {
   }
   depends_on = [pgbench_hugepage_pool.pool]
 }
-`, installDir, abPGBin)
+`, installDir, abPGBin, localDir)
 	variants := []string{"4k", "2m"}
 	var dir string
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		CheckDestroy: tfresource.ComposeTestCheckFunc(
-			abCheckDataRemoved(&dir, variants),
+			abCheckDataRemoved(&dir, variants, true),
 			func(*terraform.State) error {
 				if got := readSysctlInt(t, "vm.nr_hugepages"); got != prevPages {
 					return fmt.Errorf("vm.nr_hugepages after destroy = %d, want %d", got, prevPages)
@@ -1030,7 +1068,8 @@ resource "pgbench_ab_benchmark" "ab" {
 		Steps: []tfresource.TestStep{
 			{
 				Config: config,
-				ConfigStateChecks: append(abResultsChecks("pgbench_ab_benchmark.ab", variants, []int{1, 2}, 2, &dir),
+				ConfigStateChecks: append(slices.Concat(abResultsChecks("pgbench_ab_benchmark.ab", variants, []int{1, 2}, 2, &dir),
+					abCollectedChecks("pgbench_ab_benchmark.ab", 8, 8, localDir, nil)),
 					statecheck.ExpectKnownValue("pgbench_ab_benchmark.ab", tfjsonpath.New("huge_pages_observed"),
 						knownvalue.MapExact(map[string]knownvalue.Check{"2m": knownvalue.StringExact("on"), "4k": knownvalue.StringExact("off")}))),
 			},

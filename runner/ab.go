@@ -32,6 +32,7 @@ type abFlags struct {
 	progressJSON  bool
 	removeData    bool
 	keepReportsAs string
+	removeReports bool
 	resume        bool
 }
 
@@ -61,6 +62,7 @@ func (c abCmd) flagSet(o *output, cfg *campaign.Config, f *abFlags) *pflag.FlagS
 	fs.BoolVar(&f.progressJSON, "progress-json", false, "progress events on stderr, one JSON object per line")
 	fs.BoolVar(&f.removeData, "remove-data", false, "stop the campaign's servers and delete its data directories (not the reports), then exit")
 	fs.StringVar(&f.keepReportsAs, "keep-reports-as", "", "with --remove-data: then move OUT, with its reports, to this new directory, so that the same campaign measures again")
+	fs.BoolVar(&f.removeReports, "remove-reports", false, "with --remove-data: then remove OUT, reports included (once they are collected elsewhere)")
 	return fs
 }
 
@@ -81,11 +83,23 @@ func (c abCmd) Run(ctx context.Context, args []string) error {
 	if f.keepReportsAs != "" && !f.removeData {
 		return o.emit(nil, usagef("--keep-reports-as only applies with --remove-data"), nil)
 	}
+	if f.removeReports && !f.removeData {
+		return o.emit(nil, usagef("--remove-reports only applies with --remove-data"), nil)
+	}
+	if f.removeReports && f.keepReportsAs != "" {
+		return o.emit(nil, usagef("--remove-reports and --keep-reports-as contradict each other"), nil)
+	}
 	if f.removeData {
 		removed, err := campaign.RemoveData(ctx, cfg.OutDir, cfg.DataDir)
 		kept := ""
-		if err == nil && f.keepReportsAs != "" {
+		switch {
+		case err == nil && f.keepReportsAs != "":
 			kept, err = keepReports(cfg.OutDir, f.keepReportsAs)
+		case err == nil && f.removeReports:
+			if _, serr := os.Stat(cfg.OutDir); serr == nil {
+				removed = append(removed, cfg.OutDir)
+			}
+			err = os.RemoveAll(cfg.OutDir)
 		}
 		v := map[string]any{"removed": nonNil(removed), "reports_kept_in": kept}
 		return o.emit(v, err, func(w io.Writer) {
@@ -157,7 +171,7 @@ func nonNil(s []string) []string {
 // notReproduced are the flags that only change how a run reports or
 // whether it resumes, so the command that reproduces a campaign leaves them
 // out whatever their spelling (--fresh, --fresh=true).
-var notReproduced = map[string]bool{"json": true, "progress-json": true, "resume": true, "fresh": true, "remove-data": true, "keep-reports-as": true}
+var notReproduced = map[string]bool{"json": true, "progress-json": true, "resume": true, "fresh": true, "remove-data": true, "keep-reports-as": true, "remove-reports": true}
 
 // reproduce is the command line that runs the same campaign again, without
 // the flags in notReproduced. fs (the parsed flag set) tells which flags

@@ -2,7 +2,8 @@
 # demo.sh: the quickstart end to end on this machine. Installs the provider
 # into a local filesystem mirror (make install), applies
 # examples/quickstart (a 4 KB vs 2 MB huge pages A/B campaign), prints the
-# summary, then destroys everything, also when the apply failed.
+# summary, then destroys everything, also when the apply failed, and keeps
+# only the collected report (WORKDIR/pgbench-results/<id>).
 # KEEP=1 keeps the infrastructure and the work directory.
 #
 # Environment: TERRAFORM (default: terraform on PATH), VERSION (0.1.0-dev),
@@ -66,6 +67,11 @@ export TF_CLI_CONFIG_FILE="$work/terraformrc"
 export TF_IN_AUTOMATION=1
 tf() { "$TERRAFORM" -chdir="$work" "$@"; }
 
+# What the host had before: destroy must leave it so.
+install_dir=/usr/local/lib/pgbench
+had_install_dir=0
+[[ -e "$install_dir" ]] && had_install_dir=1
+
 applied=0
 cleanup() {
 	rc=$?
@@ -75,7 +81,18 @@ cleanup() {
 			echo "demo: destroy FAILED; the state is in $work" >&2
 			rc=1
 		else
-			rm -rf "$work"
+			# The collected report stays; the rest of the work directory goes.
+			find "$work" -mindepth 1 -maxdepth 1 ! -name pgbench-results -exec rm -rf {} +
+			if [[ -d "$work/pgbench-results" ]]; then
+				echo "==> the collected report is in $(echo "$work"/pgbench-results/*/)"
+			else
+				rmdir "$work" 2>/dev/null || true
+			fi
+			if [[ "$had_install_dir" == 0 && -e "$install_dir" ]]; then
+				echo "demo: destroy left $install_dir behind:" >&2
+				find "$install_dir" | head -20 >&2
+				rc=1
+			fi
 		fi
 	elif [[ "$KEEP" == 1 ]]; then
 		echo "==> KEEP=1: kept everything; destroy with: TF_CLI_CONFIG_FILE=$work/terraformrc $TERRAFORM -chdir=$work destroy"

@@ -1,7 +1,8 @@
 # Quickstart: on the machine Terraform runs on, compare PostgreSQL with 4 KB
 # pages against the same server with its shared memory in 2 MB huge pages.
-# `terraform apply` prints the summary table; `terraform destroy` stops and
-# removes the data directories and gives the huge pages back.
+# `terraform apply` prints the summary table and collects the report into
+# pgbench-results/<id> here; `terraform destroy` stops and removes the
+# campaign on the host and gives the huge pages back.
 
 terraform {
   required_version = ">= 1.5"
@@ -134,6 +135,11 @@ output "huge_pages_observed" {
 }
 
 output "report_dir" {
-  description = "Where the journal, CSV, benchstat files, chart and raw logs are on the host."
+  description = "Where the campaign ran on the host (removed at destroy)."
   value       = pgbench_ab_benchmark.pages.report_dir
+}
+
+output "local_report_dir" {
+  description = "The collected report on this machine: journal, results, summary, chart, sysinfo, benchstat files and raw logs. It stays after destroy."
+  value       = pgbench_ab_benchmark.pages.local_report_dir
 }

@@ -21,7 +21,7 @@ func Write(path string, mode os.FileMode, write func(io.Writer) error) error {
 	if err := replace(path, mode, write); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -80,8 +80,8 @@ func replace(path string, mode os.FileMode, write func(io.Writer) error) (err er
 	return os.Rename(f.Name(), path)
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes the renames into dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -480,6 +480,13 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	} else {
 		e.warn("run %d (%s, %d clients): no latency percentiles: %v", st.Seq, st.Variant, st.Clients, err)
 	}
+	// Summarized: the raw log is kept, compressed, for whoever wants to
+	// look again (pgbench.SummarizeLogs reads it as it is).
+	if files, err := pgbench.LogFiles(dir, logPrefix); err == nil {
+		if _, _, err := pgbench.CompressLogs(files); err != nil {
+			e.warn("run %d (%s, %d clients): %v", st.Seq, st.Variant, st.Clients, err)
+		}
+	}
 	return r, nil
 }
 

@@ -221,6 +221,18 @@ func TestRealEffectAndRemoveData(t *testing.T) {
 	if got := res.Variants[1].Settings["synchronous_commit"]; got != "off" {
 		t.Errorf("sync_off settings synchronous_commit = %q, want off", got)
 	}
+	// Each run's raw log is compressed once summarized.
+	for _, r := range res.Runs {
+		dir := filepath.Join(out, r.LogDir)
+		gz, _ := filepath.Glob(filepath.Join(dir, "pgbench_log.*.gz"))
+		all, _ := filepath.Glob(filepath.Join(dir, "pgbench_log.*"))
+		if len(gz) == 0 || len(gz) != len(all) {
+			t.Errorf("run %d logs %q, want every pgbench_log compressed", r.Seq, all)
+		}
+		if r.LoggedTransactions <= 0 || r.LatencyMS.P99 <= 0 {
+			t.Errorf("run %d: %d logged transactions, p99 %v ms: want its log summarized", r.Seq, r.LoggedTransactions, r.LatencyMS.P99)
+		}
+	}
 
 	data := filepath.Join(out, "data")
 	removed, err := RemoveData(context.Background(), out, "")

@@ -35,7 +35,8 @@ type LogSummary struct {
 
 // LogFiles returns the per-transaction log files pgbench wrote with
 // --log-prefix=dir/prefix: PREFIX.PID for thread 0 and PREFIX.PID.N for
-// thread N, sorted by thread.
+// thread N, sorted by thread; each may be gzip-compressed (CompressLogs)
+// and end in .gz.
 func LogFiles(dir, prefix string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -51,6 +52,7 @@ func LogFiles(dir, prefix string) ([]string, error) {
 		if !ok || e.IsDir() {
 			continue
 		}
+		rest = strings.TrimSuffix(rest, gzSuffix)
 		pid, thread, hasThread := strings.Cut(rest, ".")
 		if !allDigits(pid) || (hasThread && !allDigits(thread)) {
 			continue
@@ -102,7 +104,7 @@ func SummarizeLogs(files []string) (*LogSummary, error) {
 	}
 	s := &logScanner{}
 	for _, name := range files {
-		f, err := os.Open(name)
+		f, err := openLog(name)
 		if err != nil {
 			return nil, fmt.Errorf("open pgbench log: %w", err)
 		}

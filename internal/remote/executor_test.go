@@ -209,6 +209,44 @@ func TestUploadVerifyAndSkip(t *testing.T) {
 	}
 }
 
+// Download streams a file byte for byte, binary and larger than any
+// buffer, with its digest; a missing file is an error naming it, and a
+// failing writer stops the transfer with the writer's error.
+func TestDownload(t *testing.T) {
+	t.Parallel()
+	for name, e := range executors(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			p := filepath.Join(t.TempDir(), "report 'x'.tar.gz")
+			data := make([]byte, 5<<20+3)
+			rand.Read(data)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			res, err := Download(ctx, e, p, &buf)
+			if err != nil {
+				t.Fatalf("Download: %v", err)
+			}
+			if !bytes.Equal(buf.Bytes(), data) || res.Bytes != int64(len(data)) || res.SHA256 != digest.SHA256(data) {
+				t.Fatalf("downloaded %d bytes (%+v), want %d with sha256 %s", buf.Len(), res, len(data), digest.SHA256(data))
+			}
+			if _, err := Download(ctx, e, p+".missing", io.Discard); err == nil || !strings.Contains(err.Error(), ".missing") {
+				t.Fatalf("missing file: %v, want an error naming it", err)
+			}
+			fail := errors.New("disk full")
+			if _, err := Download(ctx, e, p, failingWriter{fail}); !errors.Is(err, fail) {
+				t.Fatalf("failing writer: %v, want its error", err)
+			}
+		})
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
 func TestSSHHostKeyMismatchRefused(t *testing.T) {
 	t.Parallel()
 	a, b := testhost.New(t), testhost.New(t)

@@ -69,6 +69,9 @@ func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 	stdout := &lineWriter{fn: c.OnStdout}
 	stderr := &lineWriter{fn: c.OnStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
 	// Own process group so the whole tree can be signalled; Pdeathsig so a
 	// crash of this process does not leave the command running (Go sets it
 	// after the credential change, which would clear it).

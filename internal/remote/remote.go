@@ -46,6 +46,10 @@ type Command struct {
 	// output is still returned in Result.
 	OnStdout func(line string)
 	OnStderr func(line string)
+	// Stdout, when set, receives the command's standard output as raw
+	// bytes, as it arrives, instead of OnStdout and Result.Stdout: for
+	// output that is data, not lines (a file being downloaded).
+	Stdout io.Writer
 	// Dir is the working directory; empty means the user's home (SSH) or the
 	// current directory (local).
 	Dir string

@@ -436,6 +436,9 @@ func (e *SSHExecutor) Run(ctx context.Context, c Command) (Result, error) {
 		return true
 	}}
 	sess.Stdout, sess.Stderr = stdout, stderr
+	if c.Stdout != nil {
+		sess.Stdout = c.Stdout
+	}
 	sess.Stdin = c.Stdin
 
 	start := time.Now()
