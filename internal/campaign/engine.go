@@ -229,8 +229,11 @@ func (e *engine) holdHost(ctx context.Context, mode hostlock.Mode, doing string)
 	if err != nil {
 		who = e.cfg.OutDir
 	}
-	l, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "campaign " + who, Doing: doing, Mode: mode}, func(w hostlock.Wait) {
-		e.emit(Event{Event: EventWaiting, Message: w.Describe(), ElapsedSeconds: ptr(w.Waited.Seconds())})
+	l, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "campaign " + who, Doing: doing, Mode: mode}, hostlock.Waiting{
+		Limit: e.cfg.WaitHost,
+		Report: func(w hostlock.Wait) {
+			e.emit(Event{Event: EventWaiting, Message: w.Describe(), ElapsedSeconds: ptr(w.Waited.Seconds())})
+		},
 	})
 	if err != nil {
 		return err

@@ -146,12 +146,21 @@ func (l *Lock) Release() {
 // one lock).
 var seq atomic.Int64
 
+// Waiting says how an Acquire waits for the lock.
+type Waiting struct {
+	// Limit gives up after this long; 0 waits until the context ends.
+	Limit time.Duration
+	// Report (may be nil) hears the wait at once and then every 30
+	// seconds.
+	Report func(Wait)
+}
+
 // Acquire takes the host's lock in h.Mode for h, filling in its PID and
 // Since. While the lock is held in a way that excludes it, it tries again
-// every second, calls onWait (may be nil) at once and then every 30
-// seconds, and gives up only when ctx ends, with an error that names the
-// holders and how long it waited and wraps ctx.Err().
-func Acquire(ctx context.Context, h Holder, onWait func(Wait)) (*Lock, error) {
+// every second and tells w.Report, until ctx ends or w.Limit passes; then
+// it fails with an error that names the holders and how long it waited
+// (wrapping ctx.Err() when ctx ended).
+func Acquire(ctx context.Context, h Holder, w Waiting) (*Lock, error) {
 	how := syscall.LOCK_SH
 	switch h.Mode {
 	case Shared:
@@ -179,16 +188,27 @@ func Acquire(ctx context.Context, h Holder, onWait func(Wait)) (*Lock, error) {
 		if waitStart.IsZero() {
 			waitStart = now
 		}
-		if onWait != nil && (reported.IsZero() || now.Sub(reported) >= reportEvery) {
+		if w.Report != nil && (reported.IsZero() || now.Sub(reported) >= reportEvery) {
 			reported = now
-			onWait(Wait{Holders: blocking(dir, h.Mode), Waited: now.Sub(waitStart)})
+			w.Report(Wait{Holders: blocking(dir, h.Mode), Waited: now.Sub(waitStart)})
+		}
+		gaveUp := func(why error) error {
+			f.Close()
+			return fmt.Errorf("gave up waiting for the host after %s, held by %s: %w",
+				time.Since(waitStart).Round(time.Second), holdersText(blocking(dir, h.Mode)), why)
+		}
+		next := pollEvery
+		if w.Limit > 0 {
+			left := w.Limit - now.Sub(waitStart)
+			if left <= 0 {
+				return nil, gaveUp(fmt.Errorf("waited the longest allowed, %s", w.Limit))
+			}
+			next = min(next, left)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("gave up waiting for the host after %s, held by %s: %w",
-				time.Since(waitStart).Round(time.Second), holdersText(blocking(dir, h.Mode)), ctx.Err())
-		case <-time.After(pollEvery):
+			return nil, gaveUp(ctx.Err())
+		case <-time.After(next):
 		}
 	}
 	removeStale(dir, h.Mode)

@@ -22,7 +22,7 @@ const childEnv = "PGBENCH_HOSTLOCK_CHILD"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
-		l, err := Acquire(context.Background(), Holder{Who: "campaign /child", Doing: "measuring", Mode: Mode(mode)}, nil)
+		l, err := Acquire(context.Background(), Holder{Who: "campaign /child", Doing: "measuring", Mode: Mode(mode)}, Waiting{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -44,7 +44,7 @@ func lockDir(t *testing.T) string {
 
 func acquire(t *testing.T, mode Mode, who string) *Lock {
 	t.Helper()
-	l, err := Acquire(context.Background(), Holder{Who: who, Doing: "working", Mode: mode}, nil)
+	l, err := Acquire(context.Background(), Holder{Who: who, Doing: "working", Mode: mode}, Waiting{})
 	if err != nil {
 		t.Fatalf("Acquire(%s, %s): %v", mode, who, err)
 	}
@@ -58,7 +58,7 @@ func excluded(t *testing.T, mode Mode, want ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	l, err := Acquire(ctx, Holder{Who: "campaign /waiter", Doing: "measuring", Mode: mode}, nil)
+	l, err := Acquire(ctx, Holder{Who: "campaign /waiter", Doing: "measuring", Mode: mode}, Waiting{})
 	if err == nil {
 		l.Release()
 		t.Fatalf("Acquire(%s) succeeded while %q hold the lock", mode, want)
@@ -110,7 +110,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	waiting := make(chan Wait, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := Acquire(ctx, Holder{Who: "build /p", Doing: "building", Mode: Shared}, func(w Wait) { waiting <- w })
+		_, err := Acquire(ctx, Holder{Who: "build /p", Doing: "building", Mode: Shared}, Waiting{Report: func(w Wait) { waiting <- w }})
 		done <- err
 	}()
 	w := <-waiting
@@ -143,11 +143,11 @@ func TestWaitReportsRepeat(t *testing.T) {
 	var waits []Wait
 	ctx, cancel := context.WithTimeout(context.Background(), 550*time.Millisecond)
 	defer cancel()
-	_, err := Acquire(ctx, Holder{Who: "campaign /c", Doing: "measuring", Mode: Exclusive}, func(w Wait) {
+	_, err := Acquire(ctx, Holder{Who: "campaign /c", Doing: "measuring", Mode: Exclusive}, Waiting{Report: func(w Wait) {
 		mu.Lock()
 		waits = append(waits, w)
 		mu.Unlock()
-	})
+	}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire = %v, want the deadline", err)
 	}
@@ -158,6 +158,21 @@ func TestWaitReportsRepeat(t *testing.T) {
 		if lo := time.Duration(i) * 100 * time.Millisecond; w.Waited < lo || len(w.Holders) != 1 {
 			t.Errorf("report %d: waited %v with holders %+v, want at least %v and build /p", i, w.Waited, w.Holders, lo)
 		}
+	}
+}
+
+// TestWaitLimit gives up after Waiting.Limit, though the context lives on.
+func TestWaitLimit(t *testing.T) {
+	lockDir(t)
+	acquire(t, Exclusive, "campaign /a")
+	start := time.Now()
+	_, err := Acquire(context.Background(), Holder{Who: "build /b", Doing: "building", Mode: Shared}, Waiting{Limit: 1500 * time.Millisecond})
+	if d := time.Since(start); d < 1500*time.Millisecond || d > 2500*time.Millisecond {
+		t.Errorf("Acquire with a limit of 1.5s returned after %v", d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "gave up waiting for the host after 2s, held by campaign /a working since ") ||
+		!strings.HasSuffix(err.Error(), "waited the longest allowed, 1.5s") {
+		t.Errorf("error = %v, want the wait, the holder and the limit", err)
 	}
 }
 
@@ -200,7 +215,7 @@ func TestDirIsShared(t *testing.T) {
 
 func TestUnknownMode(t *testing.T) {
 	lockDir(t)
-	if _, err := Acquire(context.Background(), Holder{Who: "x", Mode: "both"}, nil); err == nil || !strings.Contains(err.Error(), `unknown mode "both"`) {
+	if _, err := Acquire(context.Background(), Holder{Who: "x", Mode: "both"}, Waiting{}); err == nil || !strings.Contains(err.Error(), `unknown mode "both"`) {
 		t.Fatalf("Acquire with mode both = %v, want an unknown mode error", err)
 	}
 }
@@ -240,7 +255,7 @@ func TestKilledHolderLeavesNothingHeld(t *testing.T) {
 	}
 	waited := false
 	start := time.Now()
-	l, err := Acquire(context.Background(), Holder{Who: "campaign /next", Doing: "measuring", Mode: Exclusive}, func(Wait) { waited = true })
+	l, err := Acquire(context.Background(), Holder{Who: "campaign /next", Doing: "measuring", Mode: Exclusive}, Waiting{Report: func(Wait) { waited = true }})
 	if err != nil {
 		t.Fatalf("Acquire after the kill: %v", err)
 	}
