@@ -1102,3 +1102,123 @@ func readResults(path string) (*report.Results, error) {
 	}
 	return report.DecodeResults(b, path)
 }
+
+// Two campaigns on one host with no dependency between them: Terraform
+// creates them at the same time, and the runner's host lock makes them
+// take turns. Both finish, and their journals on the host show that
+// neither measured while the other did.
+func TestAccABBenchmarkOneMeasurementAtATime(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "pgbench", abPGBin)
+	runner := abInstallRunner(t)
+	campaign := func(name, sharedBuffers string) string {
+		return fmt.Sprintf(`
+resource "pgbench_ab_benchmark" %q {
+  host_connection = {
+    mode        = "local"
+    runner_path = %q
+  }
+  settings = { shared_buffers = %q }
+  variant {
+    name       = "a"
+    bin_dir    = %q
+    huge_pages = "off"
+  }
+  variant {
+    name       = "b"
+    bin_dir    = %q
+    huge_pages = "off"
+  }
+  workload {
+    scale      = 1
+    clients    = [1]
+    duration   = "1s"
+    iterations = 2
+  }
+}
+`, name, runner, sharedBuffers, abPGBin, abPGBin)
+	}
+	variants := []string{"a", "b"}
+	dirs := make([]string, 2)
+	record := func(i int) func(string) error {
+		return func(d string) error { dirs[i] = d; return nil }
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: tfresource.ComposeAggregateTestCheckFunc(
+			abCheckDataRemoved(&dirs[0], variants), abCheckDataRemoved(&dirs[1], variants)),
+		Steps: []tfresource.TestStep{{
+			Config: campaign("one", "16MB") + campaign("two", "32MB"),
+			Check: tfresource.ComposeTestCheckFunc(
+				tfresource.TestCheckResourceAttrWith("pgbench_ab_benchmark.one", "report_dir", record(0)),
+				tfresource.TestCheckResourceAttrWith("pgbench_ab_benchmark.two", "report_dir", record(1)),
+				func(*terraform.State) error { return abCheckTookTurns(t, dirs) },
+			),
+		}},
+	})
+}
+
+// abCheckTookTurns reads the journals of the campaigns in dirs and checks
+// that each measured all its runs, that no campaign's measured phase
+// (first run's start to last run's end) overlaps another's, and that the
+// campaigns did run at the same time: each journal was started before the
+// other campaign finished measuring.
+func abCheckTookTurns(t *testing.T, dirs []string) error {
+	type span struct{ started, first, last time.Time }
+	spans := make([]span, len(dirs))
+	for i, d := range dirs {
+		if d == dirs[(i+1)%len(dirs)] {
+			return fmt.Errorf("campaigns %d and %d share the directory %s, want one each", i, (i+1)%len(dirs), d)
+		}
+		b, err := os.ReadFile(filepath.Join(d, campaign.JournalFile))
+		if err != nil {
+			return err
+		}
+		runs := 0
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var line struct {
+				Header *struct {
+					StartedAt time.Time `json:"started_at"`
+				} `json:"header"`
+				Run *report.Run `json:"run"`
+			}
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				return fmt.Errorf("journal of %s: %v", d, err)
+			}
+			if line.Header != nil {
+				spans[i].started = line.Header.StartedAt
+			}
+			if line.Run == nil {
+				continue
+			}
+			runs++
+			end := line.Run.StartedAt.Add(time.Duration(line.Run.Seconds * float64(time.Second)))
+			if spans[i].first.IsZero() || line.Run.StartedAt.Before(spans[i].first) {
+				spans[i].first = line.Run.StartedAt
+			}
+			if end.After(spans[i].last) {
+				spans[i].last = end
+			}
+		}
+		if runs != 4 {
+			return fmt.Errorf("journal of %s holds %d runs, want 4", d, runs)
+		}
+		t.Logf("%s started %s, measured %s-%s", d, spans[i].started.Format("15:04:05.000"), spans[i].first.Format("15:04:05.000"), spans[i].last.Format("15:04:05.000"))
+	}
+	for i := range spans {
+		for j := i + 1; j < len(spans); j++ {
+			if spans[i].first.Before(spans[j].last) && spans[j].first.Before(spans[i].last) {
+				return fmt.Errorf("measured phases overlap: %s measured %s-%s, %s measured %s-%s", dirs[i],
+					spans[i].first.Format(time.RFC3339Nano), spans[i].last.Format(time.RFC3339Nano), dirs[j],
+					spans[j].first.Format(time.RFC3339Nano), spans[j].last.Format(time.RFC3339Nano))
+			}
+			if !spans[i].started.Before(spans[j].last) || !spans[j].started.Before(spans[i].last) {
+				return fmt.Errorf("the campaigns did not run at the same time: %s started %s and measured until %s, %s started %s and measured until %s",
+					dirs[i], spans[i].started.Format(time.RFC3339Nano), spans[i].last.Format(time.RFC3339Nano),
+					dirs[j], spans[j].started.Format(time.RFC3339Nano), spans[j].last.Format(time.RFC3339Nano))
+			}
+		}
+	}
+	return nil
+}

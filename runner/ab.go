@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
@@ -59,6 +60,7 @@ func (c abCmd) flagSet(o *output, cfg *campaign.Config, f *abFlags) *pflag.FlagS
 	f.campaign = campaign.BindFlags(fs, cfg)
 	fs.BoolVar(&f.resume, "resume", false, "resume from OUT/journal.jsonl (the default when it exists)")
 	fs.BoolVar(&cfg.Fresh, "fresh", false, "ignore an existing journal and start over (the old one is kept aside)")
+	fs.DurationVar(&cfg.WaitHost, "wait-host", 0, waitHostUsage)
 	fs.BoolVar(&f.progressJSON, "progress-json", false, "progress events on stderr, one JSON object per line")
 	fs.BoolVar(&f.removeData, "remove-data", false, "stop the campaign's servers and delete its data directories (not the reports), then exit")
 	fs.StringVar(&f.keepReportsAs, "keep-reports-as", "", "with --remove-data: then move OUT, with its reports, to this new directory, so that the same campaign measures again")
@@ -110,6 +112,9 @@ func (c abCmd) Run(ctx context.Context, args []string) error {
 				fmt.Fprintf(w, "reports kept in %s\n", kept)
 			}
 		})
+	}
+	if err := checkWaitHost(cfg.WaitHost); err != nil {
+		return o.emit(nil, err, nil)
 	}
 	if f.resume && cfg.Fresh {
 		return o.emit(nil, usagef("--resume and --fresh contradict each other"), nil)
@@ -171,7 +176,17 @@ func nonNil(s []string) []string {
 // notReproduced are the flags that only change how a run reports or
 // whether it resumes, so the command that reproduces a campaign leaves them
 // out whatever their spelling (--fresh, --fresh=true).
-var notReproduced = map[string]bool{"json": true, "progress-json": true, "resume": true, "fresh": true, "remove-data": true, "keep-reports-as": true, "remove-reports": true}
+var notReproduced = map[string]bool{"json": true, "progress-json": true, "resume": true, "fresh": true, "remove-data": true, "keep-reports-as": true, "remove-reports": true, "wait-host": true}
+
+// waitHostUsage is the usage of --wait-host, which ab and build share.
+const waitHostUsage = "give up waiting for the host (another campaign measuring, or a build or data load before a measurement) after this long; 0 waits until cancelled"
+
+func checkWaitHost(d time.Duration) error {
+	if d < 0 {
+		return usagef("--wait-host %s: want a duration of 0 or more", d)
+	}
+	return nil
+}
 
 // reproduce is the command line that runs the same campaign again, without
 // the flags in notReproduced. fs (the parsed flag set) tells which flags

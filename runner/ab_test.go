@@ -227,6 +227,7 @@ func TestReproduceDropsReportingFlags(t *testing.T) {
 		{[]string{"--out", "o", "--json", "--progress-json", "--variant", "name=a,bin=b"}, "--out o --variant name=a,bin=b"},
 		{[]string{"--fresh=true", "--json=true", "--progress-json=true", "--out=o", "--resume", "--remove-data", "--clients", "1,4"}, "--out=o --clients 1,4"},
 		{[]string{"--remove-data", "--keep-reports-as", "kept", "--out", "o"}, "--out o"},
+		{[]string{"--wait-host", "10m", "--out", "o", "--wait-host=1h"}, "--out o"},
 		{[]string{"--resume=false", "--fresh=false", "--iterations", "7"}, "--iterations 7"},
 		// A value that looks like a dropped flag is still a value.
 		{[]string{"--set", "--json", "--out", "o"}, "--set --json --out o"},

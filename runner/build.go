@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
@@ -48,6 +49,8 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
 	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
 	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the missing build dependencies with the host's package manager (apt-get, dnf or yum)")
+	fs.DurationVar(&opts.HostWait.Limit, "wait-host", 0, waitHostUsage)
+	opts.HostWait.Report = func(w hostlock.Wait) { fmt.Fprintln(o.stderr, w) }
 	remove := fs.Bool("remove", false, "remove the build installed in --prefix (only a prefix holding a finished build stamp), then exit")
 	expectKey := fs.String("build-key", "", "--remove: refuse unless the prefix's stamp records this build key")
 	if err := parse(fs, args); err != nil {
@@ -55,6 +58,9 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
+	}
+	if err := checkWaitHost(opts.HostWait.Limit); err != nil {
+		return o.emit(nil, err, nil)
 	}
 	if *remove {
 		if opts.Prefix == "" {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -41,6 +44,8 @@ func TestBuildSystemJSON(t *testing.T) {
 func TestBuildUsage(t *testing.T) {
 	tests := [][]string{
 		{"build"},
+		{"build", "--system", "/usr/bin", "--wait-host", "-1s"},
+		{"build", "--system", "/usr/bin", "--wait-host", "soon"},
 		{"build", "--tarball", "a.tar.bz2", "--system", "/usr/bin"},
 		{"build", "--git", "https://example.invalid/pg.git"},
 		{"build", "--system", "/usr/bin", "--patch", "x.patch"},
@@ -52,7 +57,10 @@ func TestBuildUsage(t *testing.T) {
 	}
 }
 
-func TestBuildBadPatchCLI(t *testing.T) {
+// testTarball is the PostgreSQL source tarball of the build tests; it
+// skips (or fails, see testhost.Skip) when it is missing.
+func testTarball(t *testing.T) string {
+	t.Helper()
 	tb := os.Getenv("PGBENCH_TEST_PG_TARBALL")
 	if tb == "" {
 		tb = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
@@ -60,6 +68,11 @@ func TestBuildBadPatchCLI(t *testing.T) {
 	if _, err := os.Stat(tb); err != nil {
 		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", tb, err)
 	}
+	return tb
+}
+
+func TestBuildBadPatchCLI(t *testing.T) {
+	tb := testTarball(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "nope.patch")
 	patch := "--- a/no/such/file.c\n+++ b/no/such/file.c\n@@ -1,1 +1,1 @@\n-old\n+new\n"
@@ -82,5 +95,43 @@ func TestBuildBadPatchCLI(t *testing.T) {
 	}
 	if _, err := os.Stat(prefix); !os.IsNotExist(err) {
 		t.Errorf("prefix after failed patch: stat err = %v, want not exist", err)
+	}
+}
+
+// A build under a measurement waits for the host, says so on stderr, and
+// with --wait-host gives up after that long, naming the measurement; it
+// compiles nothing meanwhile.
+func TestBuildWaitsForTheHost(t *testing.T) {
+	tb := testTarball(t)
+	dir := filepath.Join(t.TempDir(), "lock")
+	t.Setenv(hostlock.DirEnv, dir)
+	l, err := hostlock.Acquire(context.Background(), hostlock.Holder{Who: "campaign /srv/c", Doing: "measuring", Mode: hostlock.Exclusive}, hostlock.Waiting{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	hs, err := hostlock.Holders(dir)
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("holders = %+v, %v; want the one taken", hs, err)
+	}
+	prefix := filepath.Join(t.TempDir(), "pg")
+	code, out, errOut := runCapture(t, "build", "--tarball", tb, "--prefix", prefix, "--wait-host", "2s", "--json")
+	if code != exitFailure {
+		t.Fatalf("exit = %d, want %d; out %s", code, exitFailure, out)
+	}
+	if want := fmt.Sprintf("waiting for the host: campaign /srv/c measuring since %s (pid %d), 0s so far\n", hs[0].Since.Format("15:04:05Z"), os.Getpid()); !strings.HasPrefix(errOut, want) {
+		t.Errorf("stderr = %q, want it to start with %q", errOut, want)
+	}
+	var doc struct {
+		Error struct{ Message, Kind string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("parse %q: %v", out, err)
+	}
+	if m := doc.Error.Message; !strings.Contains(m, "gave up waiting for the host after 2s, held by campaign /srv/c measuring since") || !strings.Contains(m, "waited the longest allowed, 2s") {
+		t.Errorf("error message = %q, want the wait, the holder and the limit", m)
+	}
+	if _, err := os.Stat(prefix + ".log"); !os.IsNotExist(err) {
+		t.Errorf("build log: stat err = %v, want no build started", err)
 	}
 }

@@ -93,6 +93,10 @@ type Config struct {
 	Clone bool
 	// Fresh ignores (and replaces) an existing journal.
 	Fresh bool
+	// WaitHost bounds each wait for the host's lock (see internal/hostlock);
+	// 0 waits until the context ends. Like Fresh, it is how this process
+	// runs, not part of the campaign.
+	WaitHost time.Duration
 
 	// Command is the command line that reproduces the campaign; when a
 	// randomized order's seed comes from the clock or the journal, the

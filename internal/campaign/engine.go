@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
@@ -54,6 +55,10 @@ type engine struct {
 	// recentTPS is the TPS of the last pgbench run of this process at each
 	// client count, measured or warm-up: what sizes the auto sampling rate.
 	recentTPS map[int]float64
+	// host is the host's lock while the campaign holds it: shared while it
+	// loads data, exclusive while it measures.
+	host     *hostlock.Lock
+	hostMode hostlock.Mode
 }
 
 func (e *engine) warn(format string, args ...any) {
@@ -110,10 +115,12 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	defer e.journal.Close()
 
 	defer func() {
-		// Stop the server whatever happened, even after a cancel.
+		// Stop the server whatever happened, even after a cancel, and
+		// only then let another measurement have the host.
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
 		defer cancel()
 		e.stopRunning(stopCtx)
+		e.releaseHost()
 	}()
 
 	maxClients := 0
@@ -155,6 +162,12 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		}
 	}
 
+	if missing > 0 {
+		if err := e.holdHost(ctx, hostlock.Exclusive, "measuring"); err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
+	}
+	// The ETA counts from here: the wait for the host is not the pace.
 	runStart := time.Now()
 	done := 0
 	var prev *Step
@@ -194,6 +207,7 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err != nil {
 		return nil, err
 	}
+	e.releaseHost()
 
 	res, err := e.results(ctx, start)
 	if err != nil {
@@ -201,6 +215,37 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	}
 	e.emit(Event{Event: "done", WallSeconds: ptr(time.Since(start).Seconds())})
 	return res, nil
+}
+
+// holdHost takes the host's lock in mode (see internal/hostlock), after
+// releasing a hold in the other mode, and reports the wait as
+// EventWaiting events.
+func (e *engine) holdHost(ctx context.Context, mode hostlock.Mode, doing string) error {
+	if e.host != nil && e.hostMode == mode {
+		return nil
+	}
+	e.releaseHost()
+	who, err := filepath.Abs(e.cfg.OutDir)
+	if err != nil {
+		who = e.cfg.OutDir
+	}
+	l, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "campaign " + who, Doing: doing, Mode: mode}, hostlock.Waiting{
+		Limit: e.cfg.WaitHost,
+		Report: func(w hostlock.Wait) {
+			e.emit(Event{Event: EventWaiting, Message: w.Describe(), ElapsedSeconds: ptr(w.Waited.Seconds())})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	e.host, e.hostMode = l, mode
+	return nil
+}
+
+// releaseHost lets go of the host's lock, if held.
+func (e *engine) releaseHost() {
+	e.host.Release()
+	e.host = nil
 }
 
 // decide records the length of the cell at clients once its first stage is
@@ -289,6 +334,11 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 	if st, err := readStamp(sp); err == nil && st.Version == vs.version && st.Scale == e.cfg.Scale && st.BinDir == vs.BinDir && isDataDir(c.DataDir) {
 		e.phase("reuse %s dataset (scale %d, loaded %s)", vs.Name, st.Scale, st.LoadedAt.Format(time.RFC3339))
 		return renderConf(c, vs.settings)
+	}
+	// Loading (or cloning) keeps the machine busy: never beside another
+	// campaign's measured runs.
+	if err := e.holdHost(ctx, hostlock.Shared, "loading"); err != nil {
+		return err
 	}
 	os.Remove(sp)
 	if err := removeDataDir(c.DataDir); err != nil {

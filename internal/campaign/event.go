@@ -13,6 +13,9 @@ const (
 	EventRunDone    = "run_done"
 	EventRunSkipped = "run_skipped"
 	EventDone       = "done"
+	// EventWaiting says the campaign waits for the host's lock (see
+	// internal/hostlock): Message names the holders and the time waited.
+	EventWaiting = "waiting"
 )
 
 // Event is one progress event of a campaign. It marshals to the schema of
@@ -51,6 +54,8 @@ func (e Event) String() string {
 			seconds(value(e.ElapsedSeconds)), seconds(value(e.ETASeconds)))
 	case EventDone:
 		return "done in " + seconds(value(e.WallSeconds))
+	case EventWaiting:
+		return "waiting for the host: " + e.Message
 	}
 	if e.Message != "" {
 		return e.Event + ": " + e.Message

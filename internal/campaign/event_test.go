@@ -18,6 +18,8 @@ func TestEventString(t *testing.T) {
 		{Event{Event: EventRunDone, Seq: 3, Total: 4, Variant: "p", Clients: 1, Iteration: 1, TPS: ptr(1234.5), Seconds: ptr(3.01), ElapsedSeconds: ptr(12), ETASeconds: ptr(129.6)},
 			"run 3/4: p, 1 clients, iteration 1: 1234.5 tps in 3.0s, elapsed 12s, ETA 2m10s"},
 		{Event{Event: EventDone, WallSeconds: ptr(25)}, "done in 25s"},
+		{Event{Event: EventWaiting, Message: "campaign /x/y measuring since 12:00:01Z (pid 123), 40s so far", ElapsedSeconds: ptr(40)},
+			"waiting for the host: campaign /x/y measuring since 12:00:01Z (pid 123), 40s so far"},
 		{Event{Event: "later_kind", Message: "m"}, "later_kind: m"},
 	} {
 		if got := tt.e.String(); got != tt.want {

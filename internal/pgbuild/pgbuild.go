@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
@@ -57,6 +58,9 @@ type Options struct {
 	// InstallDeps installs the build dependencies with the host's package
 	// manager (see pkgmgr).
 	InstallDeps bool
+	// HostWait is how the build waits for a measurement on the host to
+	// end before it compiles (see hostlock).
+	HostWait hostlock.Waiting
 }
 
 // Source is the identity of the sources that were built.
@@ -446,6 +450,13 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	if _, err := os.Stat(prefix); err == nil {
 		return Result{}, fmt.Errorf("prefix %s exists but holds no finished build stamp; remove it first", prefix)
 	}
+	// Compiling on the host would slow a measurement down: wait for any
+	// to end, and hold one off until the install is done.
+	host, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "build " + prefix, Doing: "building", Mode: hostlock.Shared}, opts.HostWait)
+	if err != nil {
+		return Result{}, fmt.Errorf("build %s: %w", prefix, err)
+	}
+	defer host.Release()
 
 	logPath := prefix + ".log"
 	logFile, err := os.Create(logPath)

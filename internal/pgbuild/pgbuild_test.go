@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -494,4 +495,81 @@ func TestCancelStopsWholeBuild(t *testing.T) {
 		}
 	}
 	t.Fatalf("processes of the cancelled build still running 3s after Build returned: %v", left)
+}
+
+// A build compiles nothing while a measurement holds the host: it waits,
+// says for what, and gives up with its context. Beside shared work (a data
+// load, another build) it goes ahead.
+func TestBuildWaitsForMeasurement(t *testing.T) {
+	tb := tarball(t)
+	for _, tool := range []string{"cc", "make", "flex", "bison", "patch"} {
+		testhost.RequireCommand(t, tool)
+	}
+	t.Setenv(hostlock.DirEnv, filepath.Join(t.TempDir(), "lock"))
+	root := scratchRoot(t)
+	build := func(ctx context.Context, prefix string, onWait func(hostlock.Wait), progress Progress) error {
+		_, err := Build(ctx, Options{Tarball: tb, ConfigureFlags: testFlags, Prefix: filepath.Join(root, prefix), HostWait: hostlock.Waiting{Report: onWait}}, progress)
+		return err
+	}
+
+	measuring, err := hostlock.Acquire(context.Background(), hostlock.Holder{Who: "campaign /c", Doing: "measuring", Mode: hostlock.Exclusive}, hostlock.Waiting{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waits := make(chan hostlock.Wait, 1)
+	var mu sync.Mutex
+	var phases []string
+	done := make(chan error, 1)
+	go func() {
+		done <- build(ctx, "pg", func(w hostlock.Wait) { waits <- w }, func(phase, _ string) {
+			mu.Lock()
+			phases = append(phases, phase)
+			mu.Unlock()
+		})
+	}()
+	select {
+	case w := <-waits:
+		if len(w.Holders) != 1 || w.Holders[0].Who != "campaign /c" {
+			t.Errorf("build waits for %+v, want campaign /c", w.Holders)
+		}
+	case err := <-done:
+		t.Fatalf("build under a measurement ended without waiting: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("build under a measurement did not report a wait within a minute")
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	err = <-done
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "held by campaign /c measuring since") {
+		t.Errorf("cancelled wait: err = %v, want the holder named and context.Canceled", err)
+	}
+	mu.Lock()
+	if len(phases) != 0 {
+		t.Errorf("build phases %q ran under a measurement, want none", phases)
+	}
+	mu.Unlock()
+	if _, err := os.Stat(filepath.Join(root, "pg.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("build log under a measurement: stat err = %v, want none made", err)
+	}
+	measuring.Release()
+
+	// Beside a data load the build starts at once; it is cancelled as soon
+	// as it extracts, to keep the test short.
+	loading, err := hostlock.Acquire(context.Background(), hostlock.Holder{Who: "campaign /d", Doing: "loading", Mode: hostlock.Shared}, hostlock.Waiting{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loading.Release()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	waited := false
+	err = build(ctx, "pg2", func(hostlock.Wait) { waited = true }, func(phase, _ string) {
+		if phase == "extract" {
+			cancel()
+		}
+	})
+	if waited || !errors.Is(err, context.Canceled) {
+		t.Errorf("build beside a load: waited %v, err %v; want no wait and the cancel at extract", waited, err)
+	}
 }
