@@ -120,26 +120,18 @@ resource "pgbench_host" "ci" {
   }
 }
 
-resource "pgbench_postgres_build" "stock" {
+# Stock and patched from the same tarball; only the patches differ.
+resource "pgbench_postgres_build" "variant" {
+  for_each = {
+    stock   = []
+    patched = var.patch_files
+  }
   host_connection = pgbench_host.ci.connection_info
   source {
     tarball = var.postgres_tarball
     sha256  = var.postgres_sha256
   }
-  install_deps = true
-
-  timeouts {
-    create = "60m"
-  }
-}
-
-resource "pgbench_postgres_build" "patched" {
-  host_connection = pgbench_host.ci.connection_info
-  source {
-    tarball = var.postgres_tarball
-    sha256  = var.postgres_sha256
-  }
-  patches      = [for f in var.patch_files : file(f)]
+  patches      = [for f in each.value : file(f)]
   install_deps = true
 
   timeouts {
@@ -154,11 +146,11 @@ resource "pgbench_ab_benchmark" "ab" {
 
   variant {
     name    = "stock"
-    bin_dir = pgbench_postgres_build.stock.bin_dir
+    bin_dir = pgbench_postgres_build.variant["stock"].bin_dir
   }
   variant {
     name    = "patched"
-    bin_dir = pgbench_postgres_build.patched.bin_dir
+    bin_dir = pgbench_postgres_build.variant["patched"].bin_dir
   }
 
   workload {
