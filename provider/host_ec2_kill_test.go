@@ -1,17 +1,12 @@
 package provider
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -29,31 +24,7 @@ func TestAccEC2KilledApplyDeadManSwitch(t *testing.T) {
 	sim := ec2TestRegion(t)
 	sim.NoSSH(1) // the apply stays in its SSH wait until it is killed
 
-	// The in-process server would log every RPC at trace level to stderr.
-	for _, v := range []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER"} {
-		t.Setenv(v, "ERROR")
-	}
-	// Serve the provider in this process and let the terraform process
-	// reattach to it, as terraform-plugin-testing does.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	reattach := make(chan *plugin.ReattachConfig)
-	closed := make(chan struct{})
-	const addr = "registry.terraform.io/pgbench-tf/pgbench"
-	go tf6server.Serve(addr, providerserver.NewProtocol6(New("test")()), tf6server.WithDebug(ctx, reattach, closed))
-	var rc *plugin.ReattachConfig
-	select {
-	case rc = <-reattach:
-	case <-time.After(30 * time.Second):
-		t.Fatal("provider server did not start")
-	}
-	env, err := json.Marshal(map[string]any{addr: map[string]any{
-		"Protocol": string(rc.Protocol), "ProtocolVersion": rc.ProtocolVersion, "Pid": rc.Pid, "Test": true,
-		"Addr": map[string]string{"Network": rc.Addr.Network(), "String": rc.Addr.String()},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := reattachProvider(t)
 
 	work := t.TempDir()
 	cfg := `terraform {
@@ -68,7 +39,7 @@ func TestAccEC2KilledApplyDeadManSwitch(t *testing.T) {
 	run := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(tf, args...)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+string(env), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 		return cmd
 	}
 	if out, err := run("init", "-input=false", "-no-color").CombinedOutput(); err != nil {

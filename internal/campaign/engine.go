@@ -14,6 +14,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hugepages"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
@@ -641,7 +642,7 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 	var variants []report.Variant
 	for _, vs := range e.vars {
 		variants = append(variants, report.Variant{
-			Name: vs.Name, BinDir: vs.BinDir, Version: vs.version, Settings: vs.settings,
+			Name: vs.Name, BinDir: vs.BinDir, Version: vs.version, BuildKey: pgbuild.StampedBuildKey(vs.BinDir), Settings: vs.settings,
 			HugePages: vs.HugePages, HugePagesObserved: vs.observed, DataDir: vs.cluster.DataDir,
 		})
 	}

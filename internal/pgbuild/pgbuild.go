@@ -253,6 +253,23 @@ func readStamp(prefix string) (*Result, error) {
 	return &r, nil
 }
 
+// StampedBuildKey returns the build key of the pgbench_postgres_build prefix
+// whose bin directory is binDir, read from the prefix's stamp, or "" when
+// binDir is not the bin directory of a finished build (an adopted or system
+// installation has no stamp). A stamp that cannot be read counts as none:
+// the key identifies a build in reports, nothing depends on it.
+func StampedBuildKey(binDir string) string {
+	binDir = filepath.Clean(binDir)
+	if filepath.Base(binDir) != "bin" {
+		return ""
+	}
+	r, err := readStamp(filepath.Dir(binDir))
+	if err != nil || r == nil || filepath.Clean(r.BinDir) != binDir {
+		return ""
+	}
+	return r.BuildKey
+}
+
 // lock takes an exclusive flock on path, waiting until ctx ends.
 func lock(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)

@@ -573,3 +573,42 @@ func TestBuildWaitsForMeasurement(t *testing.T) {
 		t.Errorf("build beside a load: waited %v, err %v; want no wait and the cancel at extract", waited, err)
 	}
 }
+
+// A bin dir names its build only through the stamp of its prefix: a stamp
+// for another bin dir, a broken stamp or none give no key.
+func TestStampedBuildKey(t *testing.T) {
+	root := t.TempDir()
+	stamp := func(prefix, body string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			if err := os.WriteFile(filepath.Join(prefix, StampName), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return filepath.Join(prefix, "bin")
+	}
+	built := filepath.Join(root, "built")
+	good := stamp(built, `{"build_key":"0123abcd","prefix":"`+built+`","bin_dir":"`+built+`/bin"}`)
+	moved := stamp(filepath.Join(root, "moved"), `{"build_key":"0123abcd","bin_dir":"/elsewhere/bin"}`)
+	broken := stamp(filepath.Join(root, "broken"), `{"build_key":`)
+	none := stamp(filepath.Join(root, "none"), "")
+	tests := []struct {
+		binDir, want string
+	}{
+		{good, "0123abcd"},
+		{good + "/", "0123abcd"},
+		{built, ""},
+		{moved, ""},
+		{broken, ""},
+		{none, ""},
+		{filepath.Join(root, "missing", "bin"), ""},
+	}
+	for _, tt := range tests {
+		if got := StampedBuildKey(tt.binDir); got != tt.want {
+			t.Errorf("StampedBuildKey(%s) = %q, want %q", tt.binDir, got, tt.want)
+		}
+	}
+}

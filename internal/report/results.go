@@ -48,6 +48,10 @@ type Variant struct {
 	BinDir string `json:"bin_dir"`
 	// Version is what `postgres --version` printed, e.g. "postgres (PostgreSQL) 15.18".
 	Version string `json:"version"`
+	// BuildKey identifies the pgbench_postgres_build build installed in
+	// BinDir's prefix (pgbuild.StampedBuildKey); empty for an installation
+	// it did not build.
+	BuildKey string `json:"build_key,omitempty"`
 	// Settings are the effective postgresql.conf settings: the shared ones
 	// with the variant's own on top.
 	Settings map[string]string `json:"settings"`
