@@ -31,6 +31,11 @@ const abResultsRoot = "pgbench-results"
 // progressLogFile is the live log of a campaign in its local directory.
 const progressLogFile = "progress.log"
 
+// historyFile, beside the collected campaign directories, has a JSON line
+// per comparison of every campaign collected there (report.HistoryEntry);
+// `pgbench-runner history` prints it.
+const historyFile = "history.jsonl"
+
 // abLocalDir is the local directory of the campaign with key: local_dir as
 // given, or pgbench-results/<key>, made absolute.
 func abLocalDir(localDir, key string) (string, error) {

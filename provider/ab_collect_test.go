@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
 func TestABLocalDir(t *testing.T) {
@@ -208,6 +209,31 @@ func abUnder(name, root string) statecheck.StateCheck {
 	return statecheck.ExpectKnownValue(name, tfjsonpath.New("local_report_dir"), knownvalue.StringFunc(func(d string) error {
 		if filepath.Dir(d) != root || !regexp.MustCompile(`^[0-9a-f]{8,}$`).MatchString(filepath.Base(d)) {
 			return fmt.Errorf("local_report_dir = %q, want %s/<campaign id>", d, root)
+		}
+		return nil
+	}))
+}
+
+// abCheckHistory checks that the history beside a collected report has n
+// entries, each of the campaign id.
+func abCheckHistory(local string, n int) statecheck.StateCheck {
+	return statecheck.ExpectKnownValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"), knownvalue.StringFunc(func(id string) error {
+		f, err := os.Open(filepath.Join(filepath.Dir(local), historyFile))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		entries, err := report.ReadHistory(f)
+		if err != nil {
+			return err
+		}
+		if len(entries) != n {
+			return fmt.Errorf("history has %d entries, want %d", len(entries), n)
+		}
+		for _, e := range entries {
+			if e.Campaign != id {
+				return fmt.Errorf("history entry of campaign %q, want %q", e.Campaign, id)
+			}
 		}
 		return nil
 	}))

@@ -30,7 +30,7 @@ func (p *abProgress) event(e campaign.Event) {
 		}
 	}
 	switch e.Event {
-	case campaign.EventPhase:
+	case campaign.EventPhase, campaign.EventWaiting:
 		tflog.Info(p.ctx, msg)
 	case campaign.EventWarning:
 		tflog.Warn(p.ctx, msg)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	posixpath "path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -325,6 +326,15 @@ func (m *abBenchmarkModel) collect(ctx context.Context, conn connectionModel, ex
 	}
 	m.LocalReportDir = types.StringValue(local)
 	m.LocalFiles, d = types.MapValueFrom(ctx, types.StringType, sums)
+	if res != nil {
+		// A campaign's first collection goes into the history beside it.
+		hist := filepath.Join(filepath.Dir(local), historyFile)
+		if err := report.AppendHistory(hist, report.HistoryEntries(res, m.ID.ValueString(), time.Now().UTC())); err != nil {
+			d.AddWarning("Campaign Not Added To History", fmt.Sprintf("The report is collected in %s, but appending it to %s failed: %v.", local, hist, err))
+		} else {
+			logf("added to the history in " + hist)
+		}
+	}
 	return d
 }
 

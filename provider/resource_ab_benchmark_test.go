@@ -902,7 +902,7 @@ resource "pgbench_ab_benchmark" "t" {
 					func(d string) error { return abCheckResumed(d, resumedAt) },
 					abCheckOddSetting),
 					abCollectedChecks("pgbench_ab_benchmark.t", 8, 8, local, nil),
-					[]statecheck.StateCheck{sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))}),
+					[]statecheck.StateCheck{sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id")), abCheckHistory(local, 2)}),
 			},
 			{
 				Config:           config("30m", local),
@@ -936,7 +936,10 @@ resource "pgbench_ab_benchmark" "t" {
 					plancheck.ExpectResourceAction("pgbench_ab_benchmark.t", plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: append(abCollectedChecks("pgbench_ab_benchmark.t", 8, 0, moved, nil),
-					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id"))),
+					sameID.AddStateValue("pgbench_ab_benchmark.t", tfjsonpath.New("id")),
+					// Collected again, not a new campaign: the history is
+					// as it was.
+					abCheckHistory(local, 2)),
 			},
 		},
 	})
@@ -1111,6 +1114,7 @@ func TestAccABBenchmarkOneMeasurementAtATime(t *testing.T) {
 	testhost.RequireRoot(t)
 	testhost.RequireCommand(t, "pgbench", abPGBin)
 	runner := abInstallRunner(t)
+	local := t.TempDir()
 	campaign := func(name, sharedBuffers string) string {
 		return fmt.Sprintf(`
 resource "pgbench_ab_benchmark" %q {
@@ -1118,7 +1122,8 @@ resource "pgbench_ab_benchmark" %q {
     mode        = "local"
     runner_path = %q
   }
-  settings = { shared_buffers = %q }
+  local_dir = %q
+  settings  = { shared_buffers = %q }
   variant {
     name       = "a"
     bin_dir    = %q
@@ -1136,7 +1141,7 @@ resource "pgbench_ab_benchmark" %q {
     iterations = 2
   }
 }
-`, name, runner, sharedBuffers, abPGBin, abPGBin)
+`, name, runner, filepath.Join(local, name), sharedBuffers, abPGBin, abPGBin)
 	}
 	variants := []string{"a", "b"}
 	dirs := make([]string, 2)
@@ -1147,13 +1152,27 @@ resource "pgbench_ab_benchmark" %q {
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		CheckDestroy: tfresource.ComposeAggregateTestCheckFunc(
-			abCheckDataRemoved(&dirs[0], variants), abCheckDataRemoved(&dirs[1], variants)),
+			abCheckDataRemoved(&dirs[0], variants, false), abCheckDataRemoved(&dirs[1], variants, false)),
 		Steps: []tfresource.TestStep{{
 			Config: campaign("one", "16MB") + campaign("two", "32MB"),
 			Check: tfresource.ComposeTestCheckFunc(
 				tfresource.TestCheckResourceAttrWith("pgbench_ab_benchmark.one", "report_dir", record(0)),
 				tfresource.TestCheckResourceAttrWith("pgbench_ab_benchmark.two", "report_dir", record(1)),
 				func(*terraform.State) error { return abCheckTookTurns(t, dirs) },
+				// Both collected their reports, and appended to the one
+				// history beside them without tearing each other's lines.
+				func(*terraform.State) error {
+					f, err := os.Open(filepath.Join(local, historyFile))
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					entries, err := report.ReadHistory(f)
+					if err != nil || len(entries) != 2 || entries[0].Campaign == entries[1].Campaign {
+						return fmt.Errorf("history: %d entries (%v), want one of each campaign", len(entries), err)
+					}
+					return nil
+				},
 			),
 		}},
 	})
