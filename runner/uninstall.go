@@ -121,6 +121,12 @@ func uninstall(ctx context.Context, dir string, removeDir, keepCampaigns bool) (
 		}
 	}
 	if removeDir {
+		// The campaigns directory, once its campaigns are destroyed (their
+		// reports collected elsewhere), is empty: it goes first. One that
+		// still holds reports stays, and so does the install directory.
+		if err := os.Remove(root); err == nil {
+			res.Removed = append(res.Removed, root)
+		}
 		err := os.Remove(dir)
 		switch {
 		case err == nil:

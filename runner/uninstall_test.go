@@ -96,9 +96,13 @@ func TestUninstallRevertsRemovesAndIsIdempotent(t *testing.T) {
 		t.Errorf("second uninstall = %+v, want nothing reverted, removed or warned", again)
 	}
 
-	// Without the reports, --remove-dir takes the directory too; once it is
-	// gone, uninstall still succeeds.
+	// Without the reports (destroyed campaigns remove theirs, leaving an
+	// empty campaigns directory), --remove-dir takes the directory too;
+	// once it is gone, uninstall still succeeds.
 	if err := os.RemoveAll(campaign.Root(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(campaign.Root(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if res := uninstallJSON(t, "--dir", dir, "--remove-dir"); !res.DirRemoved {
