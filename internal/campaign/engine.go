@@ -164,6 +164,12 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	}
 
 	if missing > 0 {
+		// The server a load left running would sit beside another
+		// campaign's measurement while this one waits for the host: it
+		// stops, and the first run starts (and warms up) its own.
+		if err := e.stopRunning(ctx); err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
 		if err := e.holdHost(ctx, hostlock.Exclusive, "measuring"); err != nil {
 			return nil, wrapCtx(ctx, err)
 		}

@@ -54,6 +54,15 @@ func TestCompressLogs(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("summary of the compressed log = %+v, want %+v", got, want)
 	}
+	// Interrupted between the rename and the removal, both copies exist:
+	// the log is counted once.
+	if err := os.WriteFile(plain, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if both, err := LogFiles(dir, "pgbench_log"); err != nil || !reflect.DeepEqual(both, files) {
+		t.Errorf("LogFiles with both copies = %q, %v; want only the .gz", both, err)
+	}
+	os.Remove(plain)
 	// Compressing again skips what is compressed already.
 	if b, a, err := CompressLogs(files); err != nil || b != 0 || a != 0 {
 		t.Errorf("second CompressLogs = %d, %d, %v; want nothing done", b, a, err)

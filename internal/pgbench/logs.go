@@ -47,9 +47,17 @@ func LogFiles(dir, prefix string) ([]string, error) {
 		thread int
 	}
 	var files []file
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), prefix+".")
 		if !ok || e.IsDir() {
+			continue
+		}
+		// Compressed already, the plain copy not yet removed: one is enough.
+		if !strings.HasSuffix(e.Name(), gzSuffix) && names[e.Name()+gzSuffix] {
 			continue
 		}
 		rest = strings.TrimSuffix(rest, gzSuffix)

@@ -228,7 +228,8 @@ func AppendHistory(path string, entries []HistoryEntry) error {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock history %s: %w", path, err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	// Closing f releases the lock: an unlock deferred past the Close below
+	// would hit whatever file took the descriptor number since.
 	// A writer killed in the middle of its line leaves no newline at the
 	// end: start on a line of our own so only that line is bad. (Read and
 	// write: the last byte is read back.)

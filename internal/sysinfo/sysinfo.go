@@ -18,11 +18,14 @@ const Unsupported = "unsupported"
 
 // Info is the JSON of `pgbench-runner sysinfo --json`.
 type Info struct {
-	CPUs                 int        `json:"cpus"`
-	Cores                int        `json:"cores"`
-	ThreadsPerCore       int        `json:"threads_per_core"`
-	Sockets              int        `json:"sockets"`
-	CPUModel             string     `json:"cpu_model"`
+	CPUs           int    `json:"cpus"`
+	Cores          int    `json:"cores"`
+	ThreadsPerCore int    `json:"threads_per_core"`
+	Sockets        int    `json:"sockets"`
+	CPUModel       string `json:"cpu_model"`
+	// InstanceType is the EC2 instance type (e.g. r8i.metal-96xl), which
+	// EC2 puts in the DMI product name; empty elsewhere.
+	InstanceType         string     `json:"instance_type,omitempty"`
 	NUMANodes            []Node     `json:"numa_nodes"`
 	MemoryTotalBytes     int64      `json:"memory_total_bytes"`
 	MemoryAvailableBytes int64      `json:"memory_available_bytes"`
@@ -79,6 +82,9 @@ func Read(root string) (*Info, error) {
 		in.ThreadsPerCore = in.CPUs / in.Cores
 	}
 	in.CPUModel = cpuModel(root)
+	if readTrim(root, "sys/class/dmi/id/sys_vendor") == "Amazon EC2" {
+		in.InstanceType = readTrim(root, "sys/class/dmi/id/product_name")
+	}
 	mem, err := ParseMeminfo(filepath.Join(root, "proc/meminfo"))
 	if err != nil {
 		return nil, err

@@ -19,17 +19,18 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // Intel servers: all first hyperthreads (socket by socket), then all second
 // ones, so node 0 of a 2-socket box is "0-31,64-95".
 type layout struct {
-	model          string
-	sockets        int
-	coresPerSocket int
-	threads        int
-	nodesPerSocket int // 3 for sub-NUMA clustering SNC3
-	memPerNodeKB   int64
-	huge2M         []int64 // per-node nr_hugepages of 2 MB pages
-	governor       string  // "" means no cpufreq
-	thp            string
-	numaBalancing  string
-	noNodeDir      bool
+	model           string
+	sockets         int
+	coresPerSocket  int
+	threads         int
+	nodesPerSocket  int // 3 for sub-NUMA clustering SNC3
+	memPerNodeKB    int64
+	huge2M          []int64 // per-node nr_hugepages of 2 MB pages
+	governor        string  // "" means no cpufreq
+	thp             string
+	numaBalancing   string
+	noNodeDir       bool
+	vendor, product string // DMI sys_vendor and product_name; "" means none
 }
 
 func (l layout) cpus() int { return l.sockets * l.coresPerSocket * l.threads }
@@ -46,6 +47,10 @@ func writeTree(t *testing.T, l layout) string {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if l.vendor != "" {
+		w("sys/class/dmi/id/sys_vendor", l.vendor+"\n")
+		w("sys/class/dmi/id/product_name", l.product+"\n")
 	}
 	n := l.cpus()
 	nodes := l.sockets * l.nodesPerSocket
@@ -154,10 +159,12 @@ var layouts = map[string]layout{
 		memPerNodeKB: 24 << 20, thp: "always [madvise] never", numaBalancing: "0"},
 	// m6i.metal: 2 sockets x 32 cores x 2 threads, one node per socket, 512 GiB.
 	"m6i-metal-2node": {model: "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", sockets: 2, coresPerSocket: 32, threads: 2, nodesPerSocket: 1,
-		memPerNodeKB: 256 << 20, huge2M: []int64{1024, 1024}, governor: "performance", thp: "always madvise [never]", numaBalancing: "1"},
+		memPerNodeKB: 256 << 20, huge2M: []int64{1024, 1024}, governor: "performance", thp: "always madvise [never]", numaBalancing: "1",
+		vendor: "Amazon EC2", product: "m6i.metal"},
 	// r8i.metal-96xl with SNC3: 2 sockets x 96 cores x 2 threads, 3 nodes per socket, 3 TiB.
 	"r8i-metal-96xl-snc3": {model: "Intel(R) Xeon(R) 6985P-C", sockets: 2, coresPerSocket: 96, threads: 2, nodesPerSocket: 3,
-		memPerNodeKB: 512 << 20, huge2M: []int64{100, 0, 0, 0, 0, 7}, governor: "powersave", thp: "[always] madvise never", numaBalancing: "1"},
+		memPerNodeKB: 512 << 20, huge2M: []int64{100, 0, 0, 0, 0, 7}, governor: "powersave", thp: "[always] madvise never", numaBalancing: "1",
+		vendor: "Amazon EC2", product: "r8i.metal-96xl"},
 	// A kernel without NUMA support: no node directories at all.
 	"no-numa": {model: "Generic", sockets: 1, coresPerSocket: 4, threads: 2, nodesPerSocket: 1,
 		memPerNodeKB: 8 << 20, thp: "", noNodeDir: true},
@@ -189,6 +196,9 @@ func TestReadGolden(t *testing.T) {
 				t.Errorf("%s mismatch:\ngot:\n%s\nwant:\n%s", golden, got, want)
 			}
 			// Structural checks independent of the golden file.
+			if l.vendor != "" && in.InstanceType != l.product {
+				t.Errorf("instance_type = %q, want %q", in.InstanceType, l.product)
+			}
 			if in.CPUs != l.cpus() {
 				t.Errorf("cpus = %d, want %d", in.CPUs, l.cpus())
 			}
