@@ -379,6 +379,9 @@ resource "pgbench_ec2_sweep" "orphans" {}
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("pgbench_ec2_sweep.orphans", tfjsonpath.New("terminated_instance_ids"),
 						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(orphan)})),
+					// The region comes from the provider's aws block here.
+					statecheck.ExpectKnownValue("pgbench_ec2_sweep.orphans", tfjsonpath.New("id"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^us-east-2@\d{4}-`))),
 				},
 				Check: func(*terraform.State) error {
 					deadline := time.Now().Add(10 * time.Second)

@@ -92,7 +92,7 @@ func (r *ec2SweepResource) Create(ctx context.Context, req resource.CreateReques
 	tflog.Info(ctx, "ec2 sweep", map[string]any{"terminated": ids})
 	m.TerminatedInstanceIDs = types.ListValueMust(types.StringType, vals)
 	m.SweptAt = types.StringValue(now.UTC().Format(time.RFC3339))
-	m.ID = types.StringValue(fmt.Sprintf("%s@%s", m.Region.ValueString(), m.SweptAt.ValueString()))
+	m.ID = types.StringValue(fmt.Sprintf("%s@%s", c.Region(), m.SweptAt.ValueString()))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 

@@ -67,6 +67,7 @@ type Config struct {
 // Client is an EC2 client with the waiting behaviour of this package.
 type Client struct {
 	ec2           *ec2.Client
+	region        string
 	poll          time.Duration
 	notFoundGrace time.Duration
 	now           func() time.Time
@@ -132,7 +133,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 				o.BaseEndpoint = aws.String(cfg.Endpoint)
 			}
 		}),
-		poll: cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now,
+		region: awsCfg.Region,
+		poll:   cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now,
 	}
 	if cl.poll == 0 {
 		cl.poll = 15 * time.Second
@@ -145,6 +147,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	return cl, nil
 }
+
+// Region is the region the client talks to: Config.Region, else the
+// one the SDK's configuration chain found (AWS_REGION, the profile).
+func (c *Client) Region() string { return c.region }
 
 // errorCode returns the EC2 error code of err ("" if it has none).
 func errorCode(err error) string {

@@ -30,7 +30,7 @@ const DefaultMaxLifetime = 12 * time.Hour
 
 // RootVolume is the root EBS volume; zero fields keep the AMI's defaults.
 type RootVolume struct {
-	DeviceName string // default /dev/xvda
+	DeviceName string // default: the image's root device
 	SizeGB     int32
 	Type       string // gp3, io2, ...
 	IOPS       int32
@@ -77,6 +77,7 @@ type Spec struct {
 type Instance struct {
 	ID, Type, ImageID, Zone, State, StateReason string
 	PrivateIP, PublicIP, PublicDNS, KeyName     string
+	RootDevice                                  string // the root volume's device
 	LaunchTime                                  time.Time
 	ExpiresAt                                   time.Time // from the expires-at tag; zero if absent
 	Tags                                        map[string]string
@@ -170,17 +171,20 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 	if _, err := c.DescribeInstanceType(ctx, spec.InstanceType); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	image := spec.ImageID
-	if image == "" {
-		if spec.ImageName == "" {
-			return nil, errors.New("launch: an image id or an image name filter is required")
-		}
-		im, err := c.FindImage(ctx, spec.ImageName, spec.ImageOwners)
-		if err != nil {
-			return nil, fmt.Errorf("launch: %w", err)
-		}
-		image = im.ID
+	var im Image
+	var err error
+	switch {
+	case spec.ImageID != "":
+		im, err = c.DescribeImage(ctx, spec.ImageID)
+	case spec.ImageName != "":
+		im, err = c.FindImage(ctx, spec.ImageName, spec.ImageOwners)
+	default:
+		return nil, errors.New("launch: an image id or an image name filter is required")
 	}
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	image := im.ID
 	lifetime := spec.MaxLifetime
 	if lifetime == 0 {
 		lifetime = DefaultMaxLifetime
@@ -224,9 +228,14 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 		in.SecurityGroupIds = spec.SecurityGroupIDs
 	}
 	if rv := spec.RootVolume; rv != (RootVolume{}) {
+		// The root volume is the image's root device: another name
+		// would attach a second, unused volume beside the image's root.
 		dev := rv.DeviceName
 		if dev == "" {
-			dev = "/dev/xvda"
+			dev = im.RootDeviceName
+		}
+		if dev == "" {
+			return nil, fmt.Errorf("launch: image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
 		}
 		ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
 		if rv.SizeGB > 0 {
@@ -347,6 +356,7 @@ func fromSDK(i types.Instance) *Instance {
 		PublicIP:   aws.ToString(i.PublicIpAddress),
 		PublicDNS:  aws.ToString(i.PublicDnsName),
 		KeyName:    aws.ToString(i.KeyName),
+		RootDevice: aws.ToString(i.RootDeviceName),
 		LaunchTime: aws.ToTime(i.LaunchTime),
 		Tags:       map[string]string{},
 	}

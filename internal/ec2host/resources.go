@@ -127,6 +127,30 @@ func (c *Client) DeleteSecurityGroup(ctx context.Context, id string) error {
 type Image struct {
 	ID, Name, OwnerID string
 	Created           time.Time
+	// RootDeviceName is where the image's root volume attaches
+	// (/dev/xvda on Debian and Amazon Linux, /dev/sda1 on Ubuntu).
+	RootDeviceName string
+}
+
+func imageFromSDK(im types.Image) Image {
+	t, _ := time.Parse(time.RFC3339, aws.ToString(im.CreationDate))
+	return Image{ID: aws.ToString(im.ImageId), Name: aws.ToString(im.Name), OwnerID: aws.ToString(im.OwnerId), Created: t,
+		RootDeviceName: aws.ToString(im.RootDeviceName)}
+}
+
+// DescribeImage returns the image of an id; one the region does not
+// offer (or that is not available) is an error naming it.
+func (c *Client) DescribeImage(ctx context.Context, id string) (Image, error) {
+	out, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{id}})
+	if err != nil {
+		return Image{}, fmt.Errorf("describe image %s: %w", id, err)
+	}
+	for _, im := range out.Images {
+		if aws.ToString(im.ImageId) == id && im.State != types.ImageStateDeregistered {
+			return imageFromSDK(im), nil
+		}
+	}
+	return Image{}, fmt.Errorf("describe image: %w id %s in this region", errNoImage, id)
 }
 
 // FindImage returns the newest available image whose name matches
@@ -145,8 +169,7 @@ func (c *Client) FindImage(ctx context.Context, namePattern string, owners []str
 	}
 	var imgs []Image
 	for _, im := range out.Images {
-		t, _ := time.Parse(time.RFC3339, aws.ToString(im.CreationDate))
-		imgs = append(imgs, Image{ID: aws.ToString(im.ImageId), Name: aws.ToString(im.Name), OwnerID: aws.ToString(im.OwnerId), Created: t})
+		imgs = append(imgs, imageFromSDK(im))
 	}
 	if len(imgs) == 0 {
 		return Image{}, fmt.Errorf("find image: %w name %q owned by %v", errNoImage, namePattern, owners)

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -12,12 +13,40 @@ type Image struct {
 	ID, Name, OwnerID string
 	Created           time.Time
 	Architecture      string
+	// RootDeviceName is the device of the root volume (default
+	// /dev/xvda; Ubuntu's images use /dev/sda1).
+	RootDeviceName string
+	// RootSizeGB is the size of the root snapshot, the smallest root
+	// volume a launch may ask for (default 8).
+	RootSizeGB int
 }
 
+// rootDevice is the image's root device name.
+func (im Image) rootDevice() string {
+	if im.RootDeviceName == "" {
+		return "/dev/xvda"
+	}
+	return im.RootDeviceName
+}
+
+// rootSize is the size of the image's root snapshot in GiB.
+func (im Image) rootSize() int {
+	if im.RootSizeGB == 0 {
+		return 8
+	}
+	return im.RootSizeGB
+}
+
+// snapshot is the id of the image's root snapshot.
+func (im Image) snapshot() string { return "snap-" + strings.TrimPrefix(im.ID, "ami-") }
+
 // defaultImages are the AMIs of a region whose Options name none: two
-// Debian 12 releases, so "the most recent" filters have a choice to make.
+// Debian 12 releases, so "the most recent" filters have a choice to make,
+// and an Ubuntu 24.04 image, whose root device is /dev/sda1.
 func defaultImages() []Image {
 	return []Image{
+		{ID: "ami-036841078a4b68e14", Name: "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20241109", OwnerID: "099720109477",
+			Created: time.Date(2024, 11, 9, 8, 0, 0, 0, time.UTC), Architecture: "x86_64", RootDeviceName: "/dev/sda1"},
 		{ID: "ami-0d1e2b3c4a5f60718", Name: "debian-12-amd64-20240201-1644", OwnerID: "136693071363", Created: time.Date(2024, 2, 1, 17, 0, 0, 0, time.UTC), Architecture: "x86_64"},
 		{ID: "ami-0a9b8c7d6e5f40312", Name: "debian-12-amd64-20241104-1921", OwnerID: "136693071363", Created: time.Date(2024, 11, 4, 20, 0, 0, 0, time.UTC), Architecture: "x86_64"},
 	}
@@ -76,6 +105,13 @@ func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
 	owners := list(f, "Owner")
 	ids := list(f, "ImageId")
 	fs := filters(f)
+	// Real EC2 answers an id it does not know with an error, not with an
+	// empty list.
+	for _, id := range ids {
+		if _, ok := s.image(id); !ok {
+			return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
+		}
+	}
 	resp := describeImagesResponse{Xmlns: xmlns, RequestID: reqID}
 	for _, im := range s.opts.Images {
 		if len(owners) > 0 && !matchAny(owners, im.OwnerID) && !(slices.Contains(owners, "self") && im.OwnerID == s.opts.OwnerID) {
@@ -107,17 +143,19 @@ func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
 		resp.Images = append(resp.Images, xImage{ImageID: im.ID, ImageLocation: im.OwnerID + "/" + im.Name,
 			ImageState: "available", ImageOwnerID: im.OwnerID, CreationDate: im.Created.UTC().Format("2006-01-02T15:04:05.000Z"),
 			IsPublic: true, Architecture: im.Architecture, ImageType: "machine", Name: im.Name,
-			RootDeviceType: "ebs", RootDeviceName: "/dev/xvda", VirtualizationType: "hvm", EnaSupport: true})
+			RootDeviceType: "ebs", RootDeviceName: im.rootDevice(), VirtualizationType: "hvm", EnaSupport: true,
+			BlockDeviceMapping: []xImageBlockDevice{{DeviceName: im.rootDevice(), Ebs: xImageEbs{
+				SnapshotID: im.snapshot(), VolumeSize: im.rootSize(), VolumeType: "gp3", DeleteOnTermination: true}}}})
 	}
 	return resp, nil
 }
 
-// imageKnown reports whether the region offers the AMI id.
-func (s *Server) imageKnown(id string) bool {
+// image returns the region's AMI of that id.
+func (s *Server) image(id string) (Image, bool) {
 	for _, im := range s.opts.Images {
 		if im.ID == id {
-			return true
+			return im, true
 		}
 	}
-	return false
+	return Image{}, false
 }

@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"encoding/base64"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -43,6 +44,55 @@ type instance struct {
 	hostTB                                                      *hostTB
 	timers                                                      []*time.Timer
 	deadMan                                                     time.Duration
+	rootDevice                                                  string
+	volumes                                                     []Volume
+}
+
+// Volume is an EBS volume attached to an instance.
+type Volume struct {
+	Device string
+	SizeGB int
+	Type   string
+}
+
+// blockDevices resolves a RunInstances' BlockDeviceMapping against the
+// image as EC2 does: a mapping of the image's root device changes the root
+// volume (never below the snapshot's size), any other device adds a volume.
+func blockDevices(f url.Values, img Image) ([]Volume, *apiError) {
+	vols := []Volume{{Device: img.rootDevice(), SizeGB: img.rootSize(), Type: "gp3"}}
+	for i := 1; i <= count(f, "BlockDeviceMapping"); i++ {
+		p := "BlockDeviceMapping." + strconv.Itoa(i)
+		dev := f.Get(p + ".DeviceName")
+		if dev == "" {
+			return nil, errf(400, "MissingParameter", "The request must contain the parameter BlockDeviceMapping.%d.DeviceName", i)
+		}
+		v := Volume{Device: dev, Type: f.Get(p + ".Ebs.VolumeType")}
+		if v.Type == "" {
+			v.Type = "gp3"
+		}
+		if sz := f.Get(p + ".Ebs.VolumeSize"); sz != "" {
+			n, err := strconv.Atoi(sz)
+			if err != nil || n < 1 {
+				return nil, errf(400, "InvalidParameterValue", "Invalid value '%s' for BlockDeviceMapping.%d.Ebs.VolumeSize", sz, i)
+			}
+			v.SizeGB = n
+		}
+		if dev != img.rootDevice() {
+			if v.SizeGB == 0 {
+				return nil, errf(400, "InvalidBlockDeviceMapping", "The request must contain the parameter size or snapshotId for device %s", dev)
+			}
+			vols = append(vols, v)
+			continue
+		}
+		if v.SizeGB == 0 {
+			v.SizeGB = img.rootSize()
+		}
+		if v.SizeGB < img.rootSize() {
+			return nil, errf(400, "InvalidBlockDeviceMapping", "Volume of size %dGB is smaller than snapshot '%s', expect size >= %dGB", v.SizeGB, img.snapshot(), img.rootSize())
+		}
+		vols[0] = v
+	}
+	return vols, nil
 }
 
 // InstanceInfo is the simulator's view of one instance, for assertions.
@@ -53,6 +103,10 @@ type InstanceInfo struct {
 	Namespace                      string
 	DeadMan                        time.Duration
 	ShutdownBehavior               string
+	// RootDevice is the image's root device; Volumes are the attached
+	// EBS volumes, the root volume first.
+	RootDevice string
+	Volumes    []Volume
 }
 
 // Instances lists every instance ever launched, terminated ones included.
@@ -63,7 +117,8 @@ func (s *Server) Instances() []InstanceInfo {
 	for _, id := range s.order {
 		in := s.instances[id]
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
-			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.deadMan, ShutdownBehavior: in.shutdownBehavior}
+			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.deadMan, ShutdownBehavior: in.shutdownBehavior,
+			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes)}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
 		}
@@ -128,8 +183,13 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if image == "" {
 		return nil, errf(400, "MissingParameter", "The request must contain the parameter ImageId")
 	}
-	if !s.imageKnown(image) {
+	img, ok := s.image(image)
+	if !ok {
 		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
+	}
+	volumes, verr := blockDevices(f, img)
+	if verr != nil {
+		return nil, verr
 	}
 	if typ == "" {
 		typ = "m1.small"
@@ -205,7 +265,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		id: s.newID("i"), reservation: s.newID("r"), imageID: image, typ: typ, zone: zone,
 		keyName: keyName, subnet: f.Get("SubnetId"), token: token, groups: groups,
 		state: Pending, launched: time.Now().UTC(), tags: tags, shutdownBehavior: behavior,
-		deadMan: parseDeadMan(userData),
+		deadMan: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes,
 	}
 	if in.subnet == "" {
 		in.subnet = "subnet-0sim" + zone[len(zone)-1:]
@@ -379,7 +439,7 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		Placement:   xPlacement{AvailabilityZone: in.zone, Tenancy: "default"},
 		Reason:      in.reason,
 		StateReason: in.stateReason, Architecture: "x86_64", RootDeviceType: "ebs",
-		RootDeviceName: "/dev/xvda", VirtualizationType: "hvm", ClientToken: in.token,
+		RootDeviceName: in.rootDevice, VirtualizationType: "hvm", ClientToken: in.token,
 		TagSet: xtags(in.tags),
 	}
 	if in.state != Terminated {
@@ -396,9 +456,11 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		for _, g := range in.groups {
 			x.GroupSet = append(x.GroupSet, xGroup{GroupID: g, GroupName: s.groups[g].name})
 		}
-		x.BlockDeviceMapping = []xBlockDevice{{DeviceName: "/dev/xvda", Ebs: xEbs{
-			VolumeID: "vol-" + strings.TrimPrefix(in.id, "i-"), Status: "attached",
-			AttachTime: x.LaunchTime, DeleteOnTermination: true}}}
+		for i, v := range in.volumes {
+			x.BlockDeviceMapping = append(x.BlockDeviceMapping, xBlockDevice{DeviceName: v.Device, Ebs: xEbs{
+				VolumeID: fmt.Sprintf("vol-%s%d", strings.TrimPrefix(in.id, "i-"), i), Status: "attached",
+				AttachTime: x.LaunchTime, DeleteOnTermination: true}})
+		}
 	}
 	return x
 }

@@ -124,20 +124,34 @@ func returned(action, reqID string) returnResponse {
 }
 
 type xImage struct {
-	ImageID            string `xml:"imageId"`
-	ImageLocation      string `xml:"imageLocation"`
-	ImageState         string `xml:"imageState"`
-	ImageOwnerID       string `xml:"imageOwnerId"`
-	CreationDate       string `xml:"creationDate"`
-	IsPublic           bool   `xml:"isPublic"`
-	Architecture       string `xml:"architecture"`
-	ImageType          string `xml:"imageType"`
-	Name               string `xml:"name"`
-	Description        string `xml:"description"`
-	RootDeviceType     string `xml:"rootDeviceType"`
-	RootDeviceName     string `xml:"rootDeviceName"`
-	VirtualizationType string `xml:"virtualizationType"`
-	EnaSupport         bool   `xml:"enaSupport"`
+	ImageID            string              `xml:"imageId"`
+	ImageLocation      string              `xml:"imageLocation"`
+	ImageState         string              `xml:"imageState"`
+	ImageOwnerID       string              `xml:"imageOwnerId"`
+	CreationDate       string              `xml:"creationDate"`
+	IsPublic           bool                `xml:"isPublic"`
+	Architecture       string              `xml:"architecture"`
+	ImageType          string              `xml:"imageType"`
+	Name               string              `xml:"name"`
+	Description        string              `xml:"description"`
+	RootDeviceType     string              `xml:"rootDeviceType"`
+	RootDeviceName     string              `xml:"rootDeviceName"`
+	VirtualizationType string              `xml:"virtualizationType"`
+	EnaSupport         bool                `xml:"enaSupport"`
+	BlockDeviceMapping []xImageBlockDevice `xml:"blockDeviceMapping>item"`
+}
+
+type xImageBlockDevice struct {
+	DeviceName string    `xml:"deviceName"`
+	Ebs        xImageEbs `xml:"ebs"`
+}
+
+type xImageEbs struct {
+	SnapshotID          string `xml:"snapshotId"`
+	VolumeSize          int    `xml:"volumeSize"`
+	DeleteOnTermination bool   `xml:"deleteOnTermination"`
+	VolumeType          string `xml:"volumeType"`
+	Encrypted           bool   `xml:"encrypted"`
 }
 
 type describeImagesResponse struct {
