@@ -43,7 +43,8 @@ import (
 
 const (
 	defaultEC2PollInterval = "15s"
-	defaultEC2SSHUser      = "root"
+	// defaultEC2SSHUser logs in to an image of no known family.
+	defaultEC2SSHUser = "root"
 	// defaultHostTimeout is the create and delete timeout: metal instances
 	// take 20+ minutes to boot and as long to terminate.
 	defaultHostTimeout = 40 * time.Minute
@@ -118,9 +119,16 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 				Validators:          []validator.String{stringvalidator.AlsoRequires(fwpath.MatchRelative().AtParent().AtName("key_name"))},
 			},
 			"ssh_user": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2SSHUser), PlanModifiers: replaceS,
-				MarkdownDescription: "User to log in as. Default `root`: tuning and packages need root, so the image must " +
-					"admit root with the launch key (or pass a user with the same rights).",
+				Optional: true, Computed: true,
+				// Known once the image is: keep the state's value rather
+				// than replace the instance over an unknown.
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "User to log in as. Default: the login user of the image's family, as its cloud-init " +
+					"sets it up for the launch key: `admin` (Debian), `ubuntu` (Ubuntu), `ec2-user` (Amazon Linux, RHEL, " +
+					"AlmaLinux, CentOS Stream, SUSE), `rocky` (Rocky), `fedora` (Fedora); `root` for an image of no known " +
+					"family. Stock images refuse root (cloud-init answers \"Please login as the user ...\"): the apply then " +
+					"fails with what the server said and the user to set. A user other than root needs passwordless sudo, " +
+					"as the images' default users have: tuning and packages run through `sudo -n`.",
 			},
 			"availability_zones": schema.ListAttribute{
 				ElementType: types.StringType, Optional: true, PlanModifiers: replaceL,
@@ -364,6 +372,13 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		}
 	}
 	e.ImageID, e.AvailabilityZone = types.StringValue(in.ImageID), types.StringValue(in.Zone)
+	if e.SSHUser.IsNull() || e.SSHUser.IsUnknown() {
+		user := ec2host.DefaultLoginUser(in.Image)
+		if user == "" {
+			user = defaultEC2SSHUser
+		}
+		e.SSHUser = types.StringValue(user)
+	}
 	if !in.ExpiresAt.IsZero() {
 		e.ExpiresAt = types.StringValue(in.ExpiresAt.UTC().Format(time.RFC3339))
 	}
@@ -382,7 +397,14 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
 	tflog.Info(ctx, "ec2 instance running; waiting for ssh", map[string]any{"instance_id": in.ID, "address": run.Address()})
 	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: e.SSHUser.ValueString(), PrivateKey: []byte(privateKey)})
-	if err != nil {
+	var refused *ec2host.LoginRefusedError
+	var nosudo *ec2host.SudoError
+	switch {
+	case errors.As(err, &refused) || errors.As(err, &nosudo):
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "EC2 Login Refused", fmt.Sprintf("%v. Instance %s is in state and tainted: "+
+			"the next apply replaces it and `terraform destroy` terminates it.", err, in.ID))
+		return false
+	case err != nil:
 		return after("EC2 Instance Unreachable", fmt.Sprintf("%v. Check that the security group admits SSH from here and that the image admits %s with the key.", err, e.SSHUser.ValueString()))
 	}
 	e.HostKey = types.StringValue(ex.HostKeyFingerprint())
@@ -524,7 +546,7 @@ func (e *ec2Model) reachable() bool {
 // partial state can be saved before they are known.
 func (e *ec2Model) nullComputed() {
 	for _, s := range []*types.String{&e.InstanceID, &e.ImageID, &e.AvailabilityZone, &e.PublicIP, &e.PrivateIP,
-		&e.ExpiresAt, &e.HostKey, &e.GeneratedKeyName, &e.TemporarySecurityGroupID, &e.GeneratedPrivateKey} {
+		&e.ExpiresAt, &e.HostKey, &e.GeneratedKeyName, &e.TemporarySecurityGroupID, &e.GeneratedPrivateKey, &e.SSHUser} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}

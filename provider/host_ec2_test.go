@@ -198,6 +198,8 @@ func TestAccEC2HostLifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(name, tfjsonpath.New("cpus"), knownvalue.NotNull()),
 					statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("numa_balancing").AtMapKey("value"), knownvalue.StringExact("0")),
 					statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("mode"), knownvalue.StringExact("ssh")),
+					// Debian's stock image: its login user, root through sudo.
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("ec2").AtMapKey("ssh_user"), knownvalue.StringExact("admin")),
 				},
 			},
 			{
@@ -526,7 +528,6 @@ resource "pgbench_host" "metal" {
       owners = [%q]
     }
     ssh_cidrs    = [%q]
-    ssh_user     = "admin"
     max_lifetime = "1h"
     tags         = { purpose = "pgbench provider acceptance test" }
   }
@@ -594,6 +595,77 @@ func TestAccEC2HostErrorAfterCreate(t *testing.T) {
 				// key pair and group (CheckDestroy); the plan re-creates it.
 				RefreshState:       true,
 				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+// TestAccEC2StockImageLogin: stock images refuse root through cloud-init.
+// Asking for root on Debian fails with what the server said and the user
+// to set; left at its default, ssh_user is the image family's login user
+// (ubuntu on Ubuntu, whose root device is /dev/sda1), and the runner is
+// installed and the host tuned through its passwordless sudo.
+func TestAccEC2StockImageLogin(t *testing.T) {
+	testhost.LockKernel(t)
+	sim := ec2TestRegion(t)
+	testhost.SaveSysctl(t, "kernel.numa_balancing")
+	dir := filepath.Join(t.TempDir(), "pgbench")
+	host := func(image, owner, body string) string {
+		return ec2ProviderBlock(sim) + fmt.Sprintf(`
+resource "pgbench_host" "metal" {
+  install_dir = %q
+  ec2 {
+    instance_type = "m6i.metal"
+    image {
+      name   = %q
+      owners = [%q]
+    }
+    ssh_cidrs     = ["10.200.0.0/16"]
+    poll_interval = "100ms"
+%s
+    root_volume {
+      size_gb = 2000
+    }
+  }
+  tuning {
+    numa_balancing = "off"
+  }
+}
+`, dir, image, owner, body)
+	}
+	name := "pgbench_host.metal"
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             ec2NoneRunning(sim),
+		Steps: []resource.TestStep{
+			{
+				Config:      host(ec2TestImage, ec2TestOwner, `    ssh_user = "root"`),
+				ExpectError: regexp.MustCompile(`(?s)refuses logins as root: it answered:\s+Please\s+login\s+as\s+the\s+user\s+"admin"\s+rather\s+than\s+the\s+user\s+"root"\..*ssh_user\s+=\s+"admin"`),
+			},
+			{
+				Config: host("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*", "099720109477", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("ec2").AtMapKey("ssh_user"), knownvalue.StringExact("ubuntu")),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("connection_info").AtMapKey("user"), knownvalue.StringExact("ubuntu")),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("runner_version"), knownvalue.NotNull()),
+					statecheck.ExpectKnownValue(name, tfjsonpath.New("tuning_applied").AtMapKey("numa_balancing").AtMapKey("value"), knownvalue.StringExact("0")),
+				},
+				Check: func(s *terraform.State) error {
+					id := s.RootModule().Resources[name].Primary.Attributes["ec2.instance_id"]
+					in, ok := sim.Instance(id)
+					if !ok || in.Host == nil || in.Host.LoginUser != "ubuntu" {
+						return fmt.Errorf("instance %s = %+v, want a running Ubuntu instance whose login user is ubuntu", id, in)
+					}
+					if len(in.Volumes) != 1 || in.Volumes[0].Device != "/dev/sda1" || in.Volumes[0].SizeGB != 2000 {
+						return fmt.Errorf("volumes of %s = %+v, want only the 2000 GB root on /dev/sda1", id, in.Volumes)
+					}
+					return nil
+				},
+			},
+			{
+				Config:           host("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*", "099720109477", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})

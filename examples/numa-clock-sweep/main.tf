@@ -64,9 +64,9 @@ variable "ssh_cidrs" {
 }
 
 variable "ssh_user" {
-  description = "User to log in as; it needs root rights for tuning and packages."
+  description = "User to log in as. Default (null): the image's own login user, admin on Debian; it has passwordless sudo, which tuning and packages use."
   type        = string
-  default     = "root"
+  default     = null
 }
 
 variable "max_lifetime" {

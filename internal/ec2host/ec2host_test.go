@@ -157,7 +157,7 @@ func TestLifecycle(t *testing.T) {
 	if run.State != "running" || run.PublicIP == "" || run.PrivateIP == "" || run.LaunchTime.IsZero() {
 		t.Fatalf("running instance = %+v, want running with addresses and a launch time", run)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("WaitSSH: %v", err)
 	}
@@ -625,10 +625,10 @@ func TestOnlyLaunchKeyAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: other.PrivateKeyPEM, Within: 5 * time.Second}); err == nil {
+	if _, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: other.PrivateKeyPEM, Within: 5 * time.Second}); err == nil {
 		t.Fatalf("WaitSSH with a key the launch did not name succeeded, want an authentication error")
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 5 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("WaitSSH with the launch key: %v", err)
 	}

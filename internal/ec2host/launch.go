@@ -81,6 +81,8 @@ type Instance struct {
 	LaunchTime                                  time.Time
 	ExpiresAt                                   time.Time // from the expires-at tag; zero if absent
 	Tags                                        map[string]string
+	// Image is the image Launch resolved (only set by Launch).
+	Image Image
 }
 
 // Address is where to SSH to: the public address, else the private one.
@@ -269,6 +271,7 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 		out, err := c.ec2.RunInstances(ctx, in)
 		if err == nil && len(out.Instances) == 1 {
 			inst := fromSDK(out.Instances[0])
+			inst.Image = im
 			if spec.OnLaunched != nil {
 				spec.OnLaunched(inst.ID)
 			}

@@ -80,7 +80,7 @@ func (c *Client) WaitRunning(ctx context.Context, id string) (*Instance, error) 
 
 // SSHOptions say how to log in to a new instance.
 type SSHOptions struct {
-	User       string // default root
+	User       string // the image's login user (DefaultLoginUser), or root
 	Port       int    // default 22
 	PrivateKey []byte
 	// HostKey pins the host key; empty trusts the key the new instance
@@ -95,8 +95,10 @@ type SSHOptions struct {
 	Bastion *remote.SSHConfig
 }
 
-// WaitSSH dials the instance until sshd accepts the key and returns the
-// connection.
+// WaitSSH dials the instance until sshd accepts the key, checks that the
+// login is a shell with root rights (stock images answer root with
+// cloud-init's "Please login as the user ..." and exit 142; a non-root
+// user needs passwordless sudo) and returns the connection.
 func (c *Client) WaitSSH(ctx context.Context, in *Instance, o SSHOptions) (*remote.SSHExecutor, error) {
 	addr := in.Address()
 	if o.UsePrivateIP {
@@ -118,6 +120,10 @@ func (c *Client) WaitSSH(ctx context.Context, in *Instance, o SSHOptions) (*remo
 	ex, err := remote.DialSSH(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("ssh to instance %s at %s: %w", in.ID, addr, err)
+	}
+	if err := checkLogin(ctx, ex, in.ID, cfg.User); err != nil {
+		ex.Close()
+		return nil, err
 	}
 	return ex, nil
 }

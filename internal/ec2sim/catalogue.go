@@ -19,6 +19,14 @@ type Image struct {
 	// RootSizeGB is the size of the root snapshot, the smallest root
 	// volume a launch may ask for (default 8).
 	RootSizeGB int
+	// LoginUser is the account the image's cloud-init gives the launch
+	// key (admin on Debian, ubuntu on Ubuntu, ec2-user on Amazon Linux);
+	// root's copy of the key then only says to log in as LoginUser, as
+	// stock images do. Empty: a custom image that admits root.
+	LoginUser string
+	// OwnerAlias is the owner alias DescribeImages' Owner accepts besides
+	// the account id ("amazon" for Amazon's own images).
+	OwnerAlias string
 }
 
 // rootDevice is the image's root device name.
@@ -40,15 +48,20 @@ func (im Image) rootSize() int {
 // snapshot is the id of the image's root snapshot.
 func (im Image) snapshot() string { return "snap-" + strings.TrimPrefix(im.ID, "ami-") }
 
-// defaultImages are the AMIs of a region whose Options name none: two
-// Debian 12 releases, so "the most recent" filters have a choice to make,
-// and an Ubuntu 24.04 image, whose root device is /dev/sda1.
+// defaultImages are the AMIs of a region whose Options name none, as the
+// official images are: two Debian 12 releases (so "the most recent"
+// filters have a choice to make), an Ubuntu 24.04 image, whose root device
+// is /dev/sda1, and Amazon Linux 2023. None of them admits root.
 func defaultImages() []Image {
 	return []Image{
 		{ID: "ami-036841078a4b68e14", Name: "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20241109", OwnerID: "099720109477",
-			Created: time.Date(2024, 11, 9, 8, 0, 0, 0, time.UTC), Architecture: "x86_64", RootDeviceName: "/dev/sda1"},
-		{ID: "ami-0d1e2b3c4a5f60718", Name: "debian-12-amd64-20240201-1644", OwnerID: "136693071363", Created: time.Date(2024, 2, 1, 17, 0, 0, 0, time.UTC), Architecture: "x86_64"},
-		{ID: "ami-0a9b8c7d6e5f40312", Name: "debian-12-amd64-20241104-1921", OwnerID: "136693071363", Created: time.Date(2024, 11, 4, 20, 0, 0, 0, time.UTC), Architecture: "x86_64"},
+			Created: time.Date(2024, 11, 9, 8, 0, 0, 0, time.UTC), Architecture: "x86_64", RootDeviceName: "/dev/sda1", LoginUser: "ubuntu"},
+		{ID: "ami-0d1e2b3c4a5f60718", Name: "debian-12-amd64-20240201-1644", OwnerID: "136693071363", Created: time.Date(2024, 2, 1, 17, 0, 0, 0, time.UTC),
+			Architecture: "x86_64", LoginUser: "admin"},
+		{ID: "ami-0a9b8c7d6e5f40312", Name: "debian-12-amd64-20241104-1921", OwnerID: "136693071363", Created: time.Date(2024, 11, 4, 20, 0, 0, 0, time.UTC),
+			Architecture: "x86_64", LoginUser: "admin"},
+		{ID: "ami-0c80e2b6ccb9ad6d1", Name: "al2023-ami-2023.6.20241111.0-kernel-6.1-x86_64", OwnerID: "137112412989", OwnerAlias: "amazon",
+			Created: time.Date(2024, 11, 12, 1, 0, 0, 0, time.UTC), Architecture: "x86_64", LoginUser: "ec2-user"},
 	}
 }
 
@@ -114,7 +127,8 @@ func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
 	}
 	resp := describeImagesResponse{Xmlns: xmlns, RequestID: reqID}
 	for _, im := range s.opts.Images {
-		if len(owners) > 0 && !matchAny(owners, im.OwnerID) && !(slices.Contains(owners, "self") && im.OwnerID == s.opts.OwnerID) {
+		if len(owners) > 0 && !matchAny(owners, im.OwnerID) && !(im.OwnerAlias != "" && slices.Contains(owners, im.OwnerAlias)) &&
+			!(slices.Contains(owners, "self") && im.OwnerID == s.opts.OwnerID) {
 			continue
 		}
 		if len(ids) > 0 && !slices.Contains(ids, im.ID) {
@@ -142,7 +156,8 @@ func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
 		}
 		resp.Images = append(resp.Images, xImage{ImageID: im.ID, ImageLocation: im.OwnerID + "/" + im.Name,
 			ImageState: "available", ImageOwnerID: im.OwnerID, CreationDate: im.Created.UTC().Format("2006-01-02T15:04:05.000Z"),
-			IsPublic: true, Architecture: im.Architecture, ImageType: "machine", Name: im.Name,
+			ImageOwnerAlias: im.OwnerAlias,
+			IsPublic:        true, Architecture: im.Architecture, ImageType: "machine", Name: im.Name,
 			RootDeviceType: "ebs", RootDeviceName: im.rootDevice(), VirtualizationType: "hvm", EnaSupport: true,
 			BlockDeviceMapping: []xImageBlockDevice{{DeviceName: im.rootDevice(), Ebs: xImageEbs{
 				SnapshotID: im.snapshot(), VolumeSize: im.rootSize(), VolumeType: "gp3", DeleteOnTermination: true}}}})

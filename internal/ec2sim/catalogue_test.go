@@ -36,9 +36,17 @@ func TestCatalogue(t *testing.T) {
 		aws.ToString(im.CreationDate) == "" || im.State != types.ImageStateAvailable {
 		t.Errorf("image = %+v, want %s with owner, creation date, available", im, image)
 	}
-	imgs, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}})
+	imgs, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"},
+		Filters: []types.Filter{{Name: aws.String("name"), Values: []string{"debian-*"}}}})
 	if err != nil || len(imgs.Images) != 0 {
-		t.Errorf("images of another owner = %d, %v; want none", len(imgs.Images), err)
+		t.Errorf("Debian images owned by amazon = %d, %v; want none", len(imgs.Images), err)
+	}
+	// "amazon" is an owner alias: it finds Amazon Linux, owned by 137112412989.
+	imgs, err = c.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"},
+		Filters: []types.Filter{{Name: aws.String("name"), Values: []string{"al2023-ami-2023.*-x86_64"}}}})
+	if err != nil || len(imgs.Images) != 1 || aws.ToString(imgs.Images[0].OwnerId) != "137112412989" ||
+		aws.ToString(imgs.Images[0].ImageOwnerAlias) != "amazon" {
+		t.Errorf("Amazon Linux by owner alias = %+v, %v; want one image of 137112412989", imgs.Images, err)
 	}
 }
 

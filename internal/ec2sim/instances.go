@@ -282,6 +282,8 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	var hopts []testhost.Option
 	if noSSH {
 		hopts = append(hopts, testhost.WithoutSSHD())
+	} else if keyOK && img.LoginUser != "" {
+		hopts = append(hopts, testhost.WithLoginUser(img.LoginUser, key.line))
 	} else if keyOK {
 		hopts = append(hopts, testhost.WithAuthorizedKey(key.line))
 	}

@@ -128,6 +128,7 @@ type xImage struct {
 	ImageLocation      string              `xml:"imageLocation"`
 	ImageState         string              `xml:"imageState"`
 	ImageOwnerID       string              `xml:"imageOwnerId"`
+	ImageOwnerAlias    string              `xml:"imageOwnerAlias,omitempty"`
 	CreationDate       string              `xml:"creationDate"`
 	IsPublic           bool                `xml:"isPublic"`
 	Architecture       string              `xml:"architecture"`

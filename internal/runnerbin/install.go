@@ -38,6 +38,13 @@ func Install(ctx context.Context, ex remote.Executor, src Source, dir string) (I
 		dir = DefaultDir
 	}
 	res, err := ex.Run(ctx, remote.Command{Args: []string{"uname", "-m"}})
+	if said, user, ok := remote.LoginRefusal(res, err); ok {
+		hint := "log in as the image's default user"
+		if user != "" {
+			hint = fmt.Sprintf("log in as %q instead (it needs passwordless sudo)", user)
+		}
+		return Installed{}, fmt.Errorf("%s refuses this login: it answered: %s; %s", ex, said, hint)
+	}
 	if err != nil {
 		return Installed{}, fmt.Errorf("detect architecture of %s: %w", ex, err)
 	}

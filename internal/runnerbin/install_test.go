@@ -2,13 +2,19 @@ package runnerbin
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -154,5 +160,51 @@ func TestInstallReportsWhatWasThere(t *testing.T) {
 	}
 	if third.NewDir || !third.TuneState {
 		t.Errorf("install over a tuning state: NewDir %v, TuneState %v; want false, true", third.NewDir, third.TuneState)
+	}
+}
+
+// TestInstallOnStockImage: a stock cloud image answers root with
+// cloud-init's forced command; Install reports what it said and the user
+// to log in as, and as that user (passwordless sudo) it installs.
+func TestInstallOnStockImage(t *testing.T) {
+	const user = "pgbt-stock"
+	bin := buildRunner(t, "4.5.7-stock")
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk, _ := ssh.NewPublicKey(pub)
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := pem.EncodeToMemory(blk)
+	h := testhost.New(t, testhost.WithLoginUser(user, string(ssh.MarshalAuthorizedKey(spk))))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src := func(string) ([]byte, error) { return bin, nil }
+	dir := filepath.Join(t.TempDir(), "lib")
+	dial := func(u string) remote.Executor {
+		ex, err := remote.DialSSH(ctx, remote.SSHConfig{Host: h.Addr, Port: h.Port, User: u, PrivateKey: key, HostKey: h.HostKeyLine})
+		if err != nil {
+			t.Fatalf("DialSSH as %s: %v", u, err)
+		}
+		t.Cleanup(func() { ex.Close() })
+		return ex
+	}
+	_, err = Install(ctx, dial("root"), src, dir)
+	want := `refuses this login: it answered: Please login as the user "` + user + `" rather than the user "root".; log in as "` + user + `"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Install as root on a stock image = %v, want an error containing %q", err, want)
+	}
+	got, err := Install(ctx, dial(user), src, dir)
+	if err != nil {
+		t.Fatalf("Install as %s: %v", user, err)
+	}
+	if got.Version != "4.5.7-stock" {
+		t.Errorf("install as %s = %+v, want version 4.5.7-stock", user, got)
+	}
+	if fi, err := os.Stat(got.Path); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("runner %s: %v, %v; want a file owned by root (installed through sudo)", got.Path, fi, err)
 	}
 }

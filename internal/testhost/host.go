@@ -33,16 +33,23 @@ type Host struct {
 	HostKeyFingerprint string // "SHA256:..."
 	Namespace          string
 	Dir                string // temp dir with the keys, config and sshd log
+	// LoginUser is the account a stock image logs in as (WithLoginUser);
+	// empty when root logs in.
+	LoginUser string
 
 	logPath    string
 	behind     *Host
 	extraAuthz []string
+	loginUser  string
+	loginKey   string
 }
 
 type options struct {
 	sshd       bool
 	behind     *Host
 	authorized []string
+	loginUser  string
+	loginKey   string
 }
 
 // Option changes what New sets up.
@@ -83,6 +90,10 @@ func New(t testing.TB, opts ...Option) *Host {
 	}
 	RequireRoot(t)
 	ipPath := RequireCommand(t, "ip", "/usr/sbin", "/sbin")
+	if o.loginUser != "" {
+		RequireCommand(t, "sudo", "/usr/bin")
+		RequireCommand(t, "useradd", "/usr/sbin", "/sbin")
+	}
 	if o.sshd {
 		if _, err := os.Stat(sshdPath); err != nil {
 			Skip(t, "needs %s (Debian package openssh-server)", sshdPath)
@@ -111,6 +122,10 @@ func New(t testing.TB, opts ...Option) *Host {
 	onHostSide := func(args ...string) []string { return append(append([]string{}, hostSide...), args...) }
 	h.behind = o.behind
 	h.extraAuthz = o.authorized
+	h.loginUser, h.loginKey, h.LoginUser = o.loginUser, o.loginKey, o.loginUser
+	// dropUser unregisters the host from its login user's account, after
+	// the namespace's processes (its sessions) are killed.
+	var dropUser func()
 	t.Cleanup(func() {
 		// Processes still in the namespace (sshd sessions) would keep it
 		// alive; kill them before deleting it.
@@ -125,7 +140,13 @@ func New(t testing.TB, opts ...Option) *Host {
 		if out, err := exec.Command(ipPath, "netns", "del", h.Namespace).CombinedOutput(); err != nil {
 			t.Errorf("delete namespace %s: %v: %s", h.Namespace, err, out)
 		}
+		if dropUser != nil {
+			dropUser()
+		}
 	})
+	if o.loginUser != "" {
+		dropUser = addLoginUser(t, o.loginUser, h.Namespace)
+	}
 	steps := [][]string{
 		{"link", "add", hostVeth, "type", "veth", "peer", "name", nsVeth},
 		{"link", "set", nsVeth, "netns", h.Namespace},
@@ -202,14 +223,27 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 	h.HostKeyFingerprint = ssh.FingerprintSHA256(hpk)
 
 	hostKeyFile := filepath.Join(h.Dir, "ssh_host_ed25519_key")
-	authKeys := filepath.Join(h.Dir, "authorized_keys")
+	var authKeys string
 	cfgFile := filepath.Join(h.Dir, "sshd_config")
 	write(t, hostKeyFile, hostKeyPEM, 0o600)
-	authz := ssh.MarshalAuthorizedKey(cpk)
-	for _, l := range h.extraAuthz {
-		authz = append(authz, l+"\n"...)
+	// sshd reads a user's keys as that user: the keys live in a directory
+	// every account can traverse, each file owned by its user.
+	keysDir, err := os.MkdirTemp("", "pgbt-keys-")
+	if err != nil {
+		t.Fatalf("create keys directory: %v", err)
 	}
-	write(t, authKeys, authz, 0o600)
+	t.Cleanup(func() { os.RemoveAll(keysDir) })
+	if err := os.Chmod(keysDir, 0o711); err != nil {
+		t.Fatalf("chmod %s: %v", keysDir, err)
+	}
+	authKeys = filepath.Join(keysDir, "authorized_keys.%u")
+	for u, lines := range h.authorizedKeys(strings.TrimSpace(string(ssh.MarshalAuthorizedKey(cpk)))) {
+		p := filepath.Join(keysDir, "authorized_keys."+u)
+		write(t, p, []byte(lines), 0o600)
+		if u != "root" {
+			ownBy(t, p, u)
+		}
+	}
 	cfg := fmt.Sprintf(`ListenAddress %s
 ListenAddress 127.0.0.1
 Port %d
