@@ -149,6 +149,8 @@ var stsActions = map[string]func(s *Server, f url.Values, reqID, accessKeyID str
 // serveSTS checks and answers an STS request.
 func (s *Server) serveSTS(w http.ResponseWriter, r *http.Request, reqID string, sc sigV4Scope, signed bool) {
 	action := r.Form.Get("Action")
+	// STS also sends the request id as a header, where the SDK reads it.
+	w.Header().Set("X-Amzn-Requestid", reqID)
 	if !signed {
 		s.writeSTSError(w, reqID, errf(403, "MissingAuthenticationToken", "Request is missing Authentication Token"))
 		return

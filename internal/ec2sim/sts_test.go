@@ -14,11 +14,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
 )
@@ -161,13 +161,16 @@ func TestSTSErrors(t *testing.T) {
 		}(), "RegionDisabledException", 403, "STS is not activated in this region for account:123456789012."},
 	} {
 		var ae smithy.APIError
-		var re *smithyhttp.ResponseError
+		var re *awshttp.ResponseError
 		if !errors.As(tc.err, &ae) || !errors.As(tc.err, &re) {
 			t.Errorf("%s: error = %v, want an API error", tc.name, tc.err)
 			continue
 		}
 		if ae.ErrorCode() != tc.code || re.HTTPStatusCode() != tc.status || !strings.Contains(ae.ErrorMessage(), tc.message) {
 			t.Errorf("%s: error = %s %d %q, want %s %d containing %q", tc.name, ae.ErrorCode(), re.HTTPStatusCode(), ae.ErrorMessage(), tc.code, tc.status, tc.message)
+		}
+		if re.ServiceRequestID() == "" {
+			t.Errorf("%s: no request id reached the SDK", tc.name)
 		}
 	}
 
