@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -142,7 +141,10 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			},
 			"owner": schema.StringAttribute{
 				Optional: true, PlanModifiers: replaceS,
-				MarkdownDescription: "Value of the `owner` tag. Default: the `USER` running Terraform.",
+				MarkdownDescription: "Value of the `owner` tag, which is never empty. Default, the first one known: " +
+					"`USER`, `LOGNAME`, the last part of the ARN of the credentials' caller identity " +
+					"(STS GetCallerIdentity: the IAM user name or the role session name), " +
+					"the host name of the machine running Terraform.",
 			},
 			"max_lifetime": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString("12h"), PlanModifiers: replaceS,
@@ -217,7 +219,9 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 	if data == nil {
 		return nil, errors.New("the provider is not configured")
 	}
-	cfg := ec2host.Config{Region: data.aws.Region, Endpoint: data.aws.Endpoint, Profile: data.aws.Profile, Now: data.now}
+	a := data.aws
+	cfg := ec2host.Config{Region: a.Region, Endpoint: a.Endpoint, STSEndpoint: a.STSEndpoint, Profile: a.Profile,
+		SharedConfigFiles: a.SharedConfigFiles, SharedCredentialsFiles: a.SharedCredentialsFiles, AssumeRole: a.AssumeRole, Now: data.now}
 	if region != "" {
 		cfg.Region = region
 	}
@@ -232,10 +236,6 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 			// SDK's backoff from dwarfing the waits.
 			cfg.MaxBackoff = 10 * d
 		}
-	}
-	if len(data.aws.SharedConfigFiles) > 0 || len(data.aws.SharedCredentialsFiles) > 0 {
-		return nil, errors.New("shared_config_files and shared_credentials_files are not supported for EC2 hosts yet; " +
-			"use AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE or a profile")
 	}
 	return ec2host.New(ctx, cfg)
 }
@@ -307,9 +307,9 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		e.TemporarySecurityGroupID = types.StringValue(sg)
 	}
 
-	owner := e.Owner.ValueString()
-	if owner == "" {
-		owner = os.Getenv("USER")
+	owner, err := c.Owner(ctx, e.Owner.ValueString())
+	if err != nil {
+		tflog.Info(ctx, "owner tag is the host name: no caller identity", map[string]any{"error": err.Error()})
 	}
 	spec := ec2host.Spec{
 		InstanceType: e.InstanceType.ValueString(), ImageID: e.AMI.ValueString(),

@@ -5,7 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -13,8 +17,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
 )
 
@@ -43,8 +49,10 @@ type awsConfig struct {
 	Region                 string
 	Profile                string
 	Endpoint               string
+	STSEndpoint            string
 	SharedConfigFiles      []string
 	SharedCredentialsFiles []string
+	AssumeRole             *ec2host.AssumeRole
 }
 
 // runnerSource is the pgbench-runner binary uploaded to hosts: the ones
@@ -82,8 +90,47 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 			"and run A/B pgbench campaigns whose results come back as attributes.",
 		Blocks: map[string]schema.Block{
 			"aws": schema.SingleNestedBlock{
-				MarkdownDescription: "AWS settings for `pgbench_host` resources with an `ec2` block. " +
-					"Credentials come from the usual AWS chain (environment, shared files, profile).",
+				MarkdownDescription: "AWS settings for `pgbench_host` resources with an `ec2` block and for `pgbench_ec2_sweep`. " +
+					"Credentials come from the usual AWS chain: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, " +
+					"`AWS_PROFILE`, the shared config and credentials files, then container and instance roles. " +
+					"A `profile` set here wins over keys in the environment, as in the AWS CLI.",
+				Blocks: map[string]schema.Block{
+					"assume_role": schema.SingleNestedBlock{
+						MarkdownDescription: "Assume this IAM role, with the credentials found as above, for every EC2 call " +
+							"(STS AssumeRole; the temporary credentials are renewed before they expire).",
+						// A required attribute of a single nested block is required
+						// even when the block is absent: require it with the block.
+						Validators: []validator.Object{objectvalidator.AlsoRequires(path.MatchRelative().AtName("role_arn"))},
+						Attributes: map[string]schema.Attribute{
+							"role_arn": schema.StringAttribute{
+								Optional:            true,
+								MarkdownDescription: "ARN of the role, e.g. `arn:aws:iam::123456789012:role/pgbench`. Required in the block.",
+								Validators: []validator.String{stringvalidator.RegexMatches(roleARNPattern,
+									"must be an IAM role ARN such as arn:aws:iam::123456789012:role/pgbench")},
+							},
+							"session_name": schema.StringAttribute{
+								Optional: true,
+								MarkdownDescription: "Role session name, shown in CloudTrail and used as the `owner` tag when no user is known. " +
+									"Default: `" + ec2host.DefaultSessionName + "`.",
+								Validators: []validator.String{stringvalidator.RegexMatches(sessionNamePattern,
+									"must be 2 to 64 characters of letters, digits and +=,.@_-")},
+							},
+							"external_id": schema.StringAttribute{
+								Optional:            true,
+								Sensitive:           true,
+								MarkdownDescription: "External ID the role's trust policy requires (`sts:ExternalId`), if any.",
+								Validators: []validator.String{stringvalidator.LengthBetween(2, 1224), stringvalidator.RegexMatches(externalIDPattern,
+									"must be letters, digits and +=,.@:/_-")},
+							},
+							"duration": schema.StringAttribute{
+								Optional: true,
+								MarkdownDescription: "Lifetime of each set of temporary credentials, a Go duration from `15m` to `12h` " +
+									"(at most the role's maximum session duration, 1h unless raised). Default: `15m`.",
+								Validators: []validator.String{durationValidator{min: 15 * time.Minute, max: 12 * time.Hour}},
+							},
+						},
+					},
+				},
 				Attributes: map[string]schema.Attribute{
 					"region": schema.StringAttribute{
 						Optional:            true,
@@ -95,7 +142,12 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 					},
 					"endpoint": schema.StringAttribute{
 						Optional:            true,
-						MarkdownDescription: "Override of the EC2 API endpoint URL (for a VPC endpoint or a test server).",
+						MarkdownDescription: "Override of the EC2 API endpoint URL, for testing or a private (VPC) endpoint.",
+					},
+					"sts_endpoint": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Override of the STS API endpoint URL (used by `assume_role` and to find the `owner` tag), " +
+							"for testing or a private (VPC) endpoint.",
 					},
 					"shared_config_files": schema.ListAttribute{
 						ElementType:         types.StringType,
@@ -130,11 +182,39 @@ type providerModel struct {
 }
 
 type awsModel struct {
-	Region                 types.String `tfsdk:"region"`
-	Profile                types.String `tfsdk:"profile"`
-	Endpoint               types.String `tfsdk:"endpoint"`
-	SharedConfigFiles      types.List   `tfsdk:"shared_config_files"`
-	SharedCredentialsFiles types.List   `tfsdk:"shared_credentials_files"`
+	Region                 types.String     `tfsdk:"region"`
+	Profile                types.String     `tfsdk:"profile"`
+	Endpoint               types.String     `tfsdk:"endpoint"`
+	SharedConfigFiles      types.List       `tfsdk:"shared_config_files"`
+	SharedCredentialsFiles types.List       `tfsdk:"shared_credentials_files"`
+	STSEndpoint            types.String     `tfsdk:"sts_endpoint"`
+	AssumeRole             *assumeRoleModel `tfsdk:"assume_role"`
+}
+
+type assumeRoleModel struct {
+	RoleARN     types.String `tfsdk:"role_arn"`
+	SessionName types.String `tfsdk:"session_name"`
+	ExternalID  types.String `tfsdk:"external_id"`
+	Duration    types.String `tfsdk:"duration"`
+}
+
+// IAM's patterns for what AssumeRole takes, checked at plan time so a
+// typo is not found by the first EC2 call of an apply.
+var (
+	roleARNPattern     = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\x21-\x7e]+$`)
+	sessionNamePattern = regexp.MustCompile(`^[\w+=,.@-]{2,64}$`)
+	externalIDPattern  = regexp.MustCompile(`^[\w+=,.@:/-]*$`)
+)
+
+// assumeRole is the role to assume, nil without an assume_role block. The
+// duration was validated at plan time.
+func (m *assumeRoleModel) assumeRole() *ec2host.AssumeRole {
+	if m == nil || m.RoleARN.IsNull() {
+		return nil
+	}
+	d, _ := time.ParseDuration(m.Duration.ValueString())
+	return &ec2host.AssumeRole{RoleARN: m.RoleARN.ValueString(), SessionName: m.SessionName.ValueString(),
+		ExternalID: m.ExternalID.ValueString(), Duration: d}
 }
 
 type runnerModel struct {
@@ -153,6 +233,8 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 		data.aws.Region = cfg.AWS.Region.ValueString()
 		data.aws.Profile = cfg.AWS.Profile.ValueString()
 		data.aws.Endpoint = cfg.AWS.Endpoint.ValueString()
+		data.aws.STSEndpoint = cfg.AWS.STSEndpoint.ValueString()
+		data.aws.AssumeRole = cfg.AWS.AssumeRole.assumeRole()
 		resp.Diagnostics.Append(cfg.AWS.SharedConfigFiles.ElementsAs(ctx, &data.aws.SharedConfigFiles, false)...)
 		resp.Diagnostics.Append(cfg.AWS.SharedCredentialsFiles.ElementsAs(ctx, &data.aws.SharedCredentialsFiles, false)...)
 	}

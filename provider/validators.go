@@ -34,10 +34,14 @@ func (packageNames) ValidateList(ctx context.Context, req validator.ListRequest,
 	}
 }
 
-// durationValidator checks a Go duration string.
-type durationValidator struct{ min time.Duration }
+// durationValidator checks a Go duration string: at least min and, when
+// max is not zero, at most max.
+type durationValidator struct{ min, max time.Duration }
 
 func (v durationValidator) Description(context.Context) string {
+	if v.max != 0 {
+		return fmt.Sprintf("must be a Go duration such as 12h or 90m, from %s to %s", v.min, v.max)
+	}
 	return fmt.Sprintf("must be a Go duration such as 12h or 90m, at least %s", v.min)
 }
 func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
@@ -46,7 +50,7 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 		return
 	}
 	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	if err != nil || d < v.min {
+	if err != nil || d < v.min || (v.max != 0 && d > v.max) {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
 			fmt.Sprintf("%q %s.", req.ConfigValue.ValueString(), v.Description(ctx)))
 	}

@@ -34,19 +34,30 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 )
 
 // Config says how to reach EC2 and how patiently.
 type Config struct {
 	Region string
-	// Endpoint overrides the EC2 endpoint (tests: an ec2sim URL).
-	Endpoint string
+	// Endpoint overrides the EC2 endpoint (tests: an ec2sim URL), and
+	// STSEndpoint the STS one (AssumeRole, GetCallerIdentity).
+	Endpoint, STSEndpoint string
 	// AccessKeyID and SecretAccessKey (and SessionToken) give static
-	// credentials; empty means the SDK's default chain.
+	// credentials; empty means the SDK's default chain (environment,
+	// shared files, profile, container and instance roles).
 	AccessKeyID, SecretAccessKey, SessionToken string
-	// Profile selects a shared-config profile for the default chain.
+	// Profile selects a shared-config profile for the default chain; it
+	// wins over credentials in the environment, as the AWS CLI does.
 	Profile string
+	// SharedConfigFiles and SharedCredentialsFiles replace ~/.aws/config
+	// and ~/.aws/credentials (and AWS_CONFIG_FILE,
+	// AWS_SHARED_CREDENTIALS_FILE) when not empty.
+	SharedConfigFiles, SharedCredentialsFiles []string
+	// AssumeRole, when set, makes every call with temporary credentials
+	// of that role, obtained with the credentials above.
+	AssumeRole *AssumeRole
 
 	// MaxAttempts bounds the SDK's attempts per call, throttling included
 	// (default 8). MaxBackoff caps the jittered exponential backoff
@@ -67,6 +78,7 @@ type Config struct {
 // Client is an EC2 client with the waiting behaviour of this package.
 type Client struct {
 	ec2           *ec2.Client
+	sts           *sts.Client
 	region        string
 	poll          time.Duration
 	notFoundGrace time.Duration
@@ -116,6 +128,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
 	}
+	if len(cfg.SharedConfigFiles) > 0 {
+		opts = append(opts, config.WithSharedConfigFiles(cfg.SharedConfigFiles))
+	}
+	if len(cfg.SharedCredentialsFiles) > 0 {
+		opts = append(opts, config.WithSharedCredentialsFiles(cfg.SharedCredentialsFiles))
+	}
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
@@ -127,7 +145,18 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("no aws region: set region or AWS_REGION")
 	}
+	stsOpts := func(o *sts.Options) {
+		if cfg.STSEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.STSEndpoint)
+		}
+	}
+	if cfg.AssumeRole != nil {
+		if err := assumeRole(ctx, &awsCfg, *cfg.AssumeRole, stsOpts); err != nil {
+			return nil, err
+		}
+	}
 	cl := &Client{
+		sts: sts.NewFromConfig(awsCfg, stsOpts),
 		ec2: ec2.NewFromConfig(awsCfg, func(o *ec2.Options) {
 			if cfg.Endpoint != "" {
 				o.BaseEndpoint = aws.String(cfg.Endpoint)

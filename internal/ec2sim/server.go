@@ -4,7 +4,9 @@
 // A real aws-sdk-go-v2 ec2.Client is pointed at it with BaseEndpoint. Every
 // instance that is launched is a real test host (a network namespace
 // running sshd, see internal/testhost) that admits the launch's key pair,
-// and terminating the instance tears that host down.
+// and terminating the instance tears that host down. The same URL answers
+// STS's AssumeRole and GetCallerIdentity, and the server records which
+// access key signed each request (see sts.go).
 package ec2sim
 
 import (
@@ -13,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,8 @@ type Server struct {
 	keys      map[string]keyPair
 	groups    map[string]*group
 	calls     map[string]int
+	signers   map[string][]string // action -> access key id of each request
+	sts       stsState
 	wg        sync.WaitGroup
 	closed    bool
 
@@ -105,6 +108,7 @@ func New(t testing.TB, opts Options) *Server {
 		keys:        map[string]keyPair{},
 		groups:      map[string]*group{},
 		calls:       map[string]int{},
+		signers:     map[string][]string{},
 		capacity:    map[string]bool{},
 		unsupported: map[string]bool{},
 	}
@@ -182,8 +186,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := r.Form.Get("Action")
+	scope, signed := parseAuthorization(r.Header.Get("Authorization"))
 	s.mu.Lock()
 	s.calls[action]++
+	s.signers[action] = append(s.signers[action], scope.accessKeyID)
+	s.mu.Unlock()
+	if isSTS(scope, signed, r.Form) {
+		s.serveSTS(w, r, reqID, scope, signed)
+		return
+	}
+	s.mu.Lock()
 	throttled := s.throttle > 0
 	if throttled {
 		s.throttle--
@@ -195,8 +207,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// The SDK signs every request; an unsigned one means the client was
 	// built without credentials, which real EC2 refuses the same way.
-	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=") ||
-		!strings.Contains(auth, "/"+s.opts.Region+"/ec2/aws4_request") {
+	// Temporary credentials without their session token are refused too.
+	if !signed || scope.region != s.opts.Region || scope.service != "ec2" ||
+		s.badSessionToken(scope.accessKeyID, r.Header.Get("X-Amz-Security-Token")) {
 		s.writeError(w, reqID, errf(401, "AuthFailure", "AWS was not able to validate the provided access credentials"))
 		return
 	}
