@@ -149,7 +149,8 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"max_lifetime": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString("12h"), PlanModifiers: replaceS,
 				MarkdownDescription: "Dead-man switch: the instance powers itself off, and so terminates, this long after " +
-					"boot, whatever happens to Terraform. A Go duration, default `12h`.",
+					"the launch, at `expires_at` by its own clock however long it took to boot (but at least a minute after " +
+					"boot), whatever happens to Terraform. A Go duration, default `12h`.",
 				Validators: []validator.String{durationValidator{min: time.Minute}},
 			},
 			"hourly_price_usd": schema.Float64Attribute{
@@ -266,54 +267,13 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	token := ec2host.NewClientToken()
 	name := "pgbench-" + strings.TrimPrefix(token, "pgbench-")[:12]
 
-	// What exists before the launch is undone here if the launch fails:
-	// no instance means no state.
-	var undo []func(context.Context) error
-	cleanup := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-		defer cancel()
-		for i := len(undo) - 1; i >= 0; i-- {
-			if err := undo[i](cctx); err != nil {
-				diags.AddWarning("EC2 Clean-up Incomplete", fmt.Sprintf("%v. Delete it by hand.", err))
-			}
-		}
-	}
-	privateKey := e.PrivateKey.ValueString()
-	keyName := e.KeyName.ValueString()
-	if keyName == "" {
-		kp, err := ec2host.GenerateKeyPair()
-		if err != nil {
-			diags.AddError("Key Generation Failed", err.Error())
-			return false
-		}
-		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}); err != nil {
-			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
-			return false
-		}
-		undo = append(undo, func(ctx context.Context) error { return c.DeleteKeyPair(ctx, name) })
-		keyName, privateKey = name, string(kp.PrivateKeyPEM)
-		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
-	}
-	groups := listStrings(ctx, e.SecurityGroupIDs)
-	if cidrs := listStrings(ctx, e.SSHCIDRs); len(cidrs) > 0 {
-		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
-		if err != nil {
-			cleanup()
-			diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_cidrs"), "Security Group Creation Failed", fmt.Sprintf("%v. Set vpc_id outside the default VPC, or pass security_group_ids.", err))
-			return false
-		}
-		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
-		groups = []string{sg}
-		e.TemporarySecurityGroupID = types.StringValue(sg)
-	}
-
 	owner, err := c.Owner(ctx, e.Owner.ValueString())
 	if err != nil {
 		tflog.Info(ctx, "owner tag is the host name: no caller identity", map[string]any{"error": err.Error()})
 	}
 	spec := ec2host.Spec{
 		InstanceType: e.InstanceType.ValueString(), ImageID: e.AMI.ValueString(),
-		SubnetID: e.SubnetID.ValueString(), SecurityGroupIDs: groups, KeyName: keyName,
+		SubnetID: e.SubnetID.ValueString(), SecurityGroupIDs: listStrings(ctx, e.SecurityGroupIDs), KeyName: e.KeyName.ValueString(),
 		AvailabilityZones: listStrings(ctx, e.AvailabilityZones),
 		Name:              "pgbench", Owner: owner, MaxLifetime: lifetime, ClientToken: token,
 		Tags: map[string]string{},
@@ -331,6 +291,53 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	if n, ok := spec.Tags["Name"]; ok {
 		spec.Name = n
 	}
+	privateKey := e.PrivateKey.ValueString()
+	var kp ec2host.KeyPair
+	if spec.KeyName == "" {
+		if kp, err = ec2host.GenerateKeyPair(); err != nil {
+			diags.AddError("Key Generation Failed", err.Error())
+			return false
+		}
+	}
+	keyTags := map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}
+	cidrs := listStrings(ctx, e.SSHCIDRs)
+	if !ec2Preflight(ctx, c, e, spec, name, kp.PublicKeyLine, keyTags, len(cidrs) > 0, diags) {
+		return false
+	}
+
+	// What exists before the launch is undone here if the launch fails:
+	// no instance means no state.
+	var undo []func(context.Context) error
+	cleanup := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		for i := len(undo) - 1; i >= 0; i-- {
+			if err := undo[i](cctx); err != nil {
+				diags.AddWarning("EC2 Clean-up Incomplete", fmt.Sprintf("%v. Delete it by hand.", err))
+			}
+		}
+	}
+	if spec.KeyName == "" {
+		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, keyTags); err != nil {
+			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
+			return false
+		}
+		undo = append(undo, func(ctx context.Context) error { return c.DeleteKeyPair(ctx, name) })
+		spec.KeyName, privateKey = name, string(kp.PrivateKeyPEM)
+		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
+	}
+	if len(cidrs) > 0 {
+		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
+		if err != nil {
+			cleanup()
+			diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_cidrs"), "Security Group Creation Failed", fmt.Sprintf("%v. Set vpc_id outside the default VPC, or pass security_group_ids.", err))
+			return false
+		}
+		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
+		spec.SecurityGroupIDs = []string{sg}
+		e.TemporarySecurityGroupID = types.StringValue(sg)
+	}
+
 	// record puts the instance into state: from here on an error leaves a
 	// tainted resource whose destroy terminates it.
 	record := func(id string) {
@@ -411,6 +418,43 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	ex.Close()
 	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
 	return !diags.HasError()
+}
+
+// ec2Preflight asks EC2, with DryRun, whether the create's calls would
+// succeed before any of them is made (spec as it stands without the
+// generated key pair and the temporary security group; their import and
+// creation are tried when they will be made). A refusal is an error
+// diagnostic on the attribute at fault, and nothing exists to undo.
+func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2host.Spec, name, publicKey string,
+	keyTags map[string]string, makeGroup bool, diags *diag.Diagnostics) bool {
+	err := c.Preflight(ctx, spec)
+	if err == nil && spec.KeyName == "" {
+		err = c.PreflightKeyPair(ctx, name, publicKey, keyTags)
+	}
+	if err == nil && makeGroup {
+		err = c.PreflightSecurityGroup(ctx, name, e.VPCID.ValueString())
+	}
+	if err == nil {
+		return true
+	}
+	var pe *ec2host.PermissionError
+	var ve *ec2host.VCPULimitError
+	at, summary := fwpath.Root("ec2"), "EC2 Preflight Failed"
+	switch {
+	case errors.As(err, &pe):
+		summary = "EC2 Permission Missing"
+	case errors.As(err, &ve):
+		at, summary = at.AtName("instance_type"), "EC2 vCPU Quota Exceeded"
+	case errors.Is(err, ec2host.ErrUnknownInstanceType):
+		at, summary = at.AtName("instance_type"), "Unknown Instance Type"
+	case errors.Is(err, ec2host.ErrNoImage) && !e.AMI.IsNull():
+		at, summary = at.AtName("ami"), "EC2 Image Not Found"
+	case errors.Is(err, ec2host.ErrNoImage):
+		at, summary = at.AtName("image"), "EC2 Image Not Found"
+	}
+	diags.AddAttributeError(at, summary, fmt.Sprintf("%v. Nothing was created: the check ran before any key pair, "+
+		"security group or instance.", err))
+	return false
 }
 
 // ec2Read is Read for an ec2 host. Only EC2 decides whether the host

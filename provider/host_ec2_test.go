@@ -32,13 +32,19 @@ const (
 // chain at static test credentials only.
 func ec2TestRegion(t *testing.T) *ec2sim.Server {
 	t.Helper()
+	return ec2TestRegionWith(t, ec2sim.Options{})
+}
+
+// ec2TestRegionWith is ec2TestRegion with a region shaped by opts.
+func ec2TestRegionWith(t *testing.T, opts ec2sim.Options) *ec2sim.Server {
+	t.Helper()
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPGBENCHTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "pgbench-test-secret")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_PROFILE", "")
-	return ec2sim.New(t, ec2sim.Options{})
+	return ec2sim.New(t, opts)
 }
 
 func ec2ProviderBlock(sim *ec2sim.Server) string {
@@ -159,14 +165,14 @@ func TestAccEC2HostLifecycle(t *testing.T) {
 						if in.State != ec2sim.Running {
 							return fmt.Errorf("instance state = %s, want running", in.State)
 						}
-						if got, want := sim.Calls("RunInstances"), 2; got != want {
-							return fmt.Errorf("RunInstances calls = %d, want %d (the lost answer and its retry)", got, want)
+						if got, want := sim.Calls("RunInstances"), 3; got != want {
+							return fmt.Errorf("RunInstances calls = %d, want %d (the preflight's DryRun, the lost answer and its retry)", got, want)
 						}
 						if got, want := in.ShutdownBehavior, "terminate"; got != want {
 							return fmt.Errorf("shutdown behaviour = %q, want %q", got, want)
 						}
-						if got, want := in.DeadMan, 12*time.Hour; got != want {
-							return fmt.Errorf("dead-man switch = %v, want %v", got, want)
+						if got, want := in.DeadManAt.UTC().Format(time.RFC3339), rs["ec2.expires_at"]; got != want {
+							return fmt.Errorf("dead-man switch at %s, want expires_at %s", got, want)
 						}
 						for k, want := range map[string]string{"managed-by": "pgbench", "owner": "ci", "project": "clock-sweep", "expires-at": rs["ec2.expires_at"]} {
 							if got := in.Tags[k]; got != want || got == "" {

@@ -8,6 +8,9 @@
 //
 //	c, _ := ec2host.New(ctx, ec2host.Config{Region: "us-east-2"})
 //	kp, _ := ec2host.GenerateKeyPair()          // unless key_name is given
+//	err := c.Preflight(ctx, spec)               // DryRuns: nothing exists yet
+//	err = c.PreflightKeyPair(ctx, name, kp.PublicKeyLine, nil)
+//	err = c.PreflightSecurityGroup(ctx, name, vpc)
 //	c.ImportKeyPair(ctx, name, kp.PublicKeyLine, nil)
 //	sg, _ := c.CreateSSHSecurityGroup(ctx, name, vpc, cidrs, 22) // unless security_group_ids
 //	in, err := c.Launch(ctx, ec2host.Spec{..., ClientToken: tok,

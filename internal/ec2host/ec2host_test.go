@@ -146,8 +146,8 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("RunInstances had no ClientToken")
 	}
 	info, _ := sim.Instance(in.ID)
-	if got, want := info.DeadMan, 12*time.Hour; got != want {
-		t.Errorf("dead-man schedule in user data = %v, want %v", got, want)
+	if got, want := info.DeadManAt, in.ExpiresAt; !got.Equal(want) || got.IsZero() {
+		t.Errorf("dead-man power-off in user data at %v, want the expires-at tag %v", got, want)
 	}
 
 	run, err := c.WaitRunning(ctx, in.ID)
@@ -473,7 +473,9 @@ func TestDeadManSwitch(t *testing.T) {
 
 func TestDeadManUserData(t *testing.T) {
 	ud := ec2host.DeadManUserData(12*time.Hour, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
-	for _, want := range []string{"#!/bin/sh\n", "--on-active=43200s", "shutdown -P +720", "expires-at: 2026-12-02T12:00:00Z"} {
+	for _, want := range []string{"#!/bin/sh\n", "expires-at: 2026-12-02T12:00:00Z", "\nexpires=1796212800\n",
+		"left=$(( expires - $(date +%s) ))", `[ "$left" -ge 60 ] || left=60`, `--on-active="${left}s"`,
+		"shutdown -P +$(( (left + 59) / 60 ))"} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user data lacks %q:\n%s", want, ud)
 		}

@@ -136,24 +136,32 @@ func (e *LaunchedError) Error() string {
 
 func (e *LaunchedError) Unwrap() error { return e.Err }
 
-// DeadManUserData is the user data that powers the instance off after
-// maxLifetime: with InstanceInitiatedShutdownBehavior=terminate the power
-// off is a termination, which stops the bill even if Terraform never comes
-// back. systemd-run's timer counts from boot; shutdown is the fallback on
-// images without systemd.
+// DeadManUserData is the user data that powers the instance off at
+// expiresAt, the instant of its expires-at tag: with
+// InstanceInitiatedShutdownBehavior=terminate the power-off is a
+// termination, which stops the bill even if Terraform never comes back.
+// The script counts the seconds left by the instance's own clock when it
+// runs (minutes after the launch on metal), so the power-off fires when
+// the tag says, not max_lifetime after boot. It waits at least a minute
+// (maxLifetime if shorter): systemd-run refuses a timer of zero or less,
+// and an instance booting past its expiry must still power off. shutdown
+// is the fallback on images without systemd.
 func DeadManUserData(maxLifetime time.Duration, expiresAt time.Time) string {
-	secs := int64(maxLifetime / time.Second)
-	mins := (secs + 59) / 60
+	floor := min(int64(maxLifetime/time.Second), 60)
+	floor = max(floor, 1)
 	return fmt.Sprintf(`#!/bin/sh
-# pgbench dead-man switch: power off (= terminate) after max_lifetime,
+# pgbench dead-man switch: power off (= terminate) at expires-at,
 # whatever happens to the Terraform run that launched this instance.
 # expires-at: %s
+expires=%d
+left=$(( expires - $(date +%%s) ))
+[ "$left" -ge %d ] || left=%d
 if command -v systemd-run >/dev/null 2>&1; then
-  systemd-run --unit=pgbench-dead-man --on-active=%ds /bin/systemctl poweroff --force
+  systemd-run --unit=pgbench-dead-man --on-active="${left}s" /bin/systemctl poweroff --force
 else
-  shutdown -P +%d
+  shutdown -P +$(( (left + 59) / 60 ))
 fi
-`, expiresAt.UTC().Format(time.RFC3339), secs, mins)
+`, expiresAt.UTC().Format(time.RFC3339), expiresAt.Unix(), floor, floor)
 }
 
 // NewClientToken draws a random client token.
@@ -167,11 +175,59 @@ func NewClientToken() string {
 // instance id reaches spec.OnLaunched as soon as EC2 returns it. It does
 // not wait for running (see WaitRunning).
 func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
+	in, token, im, err := c.runInput(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	zones := spec.AvailabilityZones
+	if len(zones) == 0 {
+		zones = []string{""}
+	}
+	capErr := &CapacityError{InstanceType: spec.InstanceType}
+	for i, zone := range zones {
+		// A token names one request: the same token with other
+		// parameters (another zone) is refused by EC2 as a mismatch.
+		in.ClientToken = aws.String(zoneToken(token, i))
+		in.Placement = nil
+		if zone != "" {
+			in.Placement = &types.Placement{AvailabilityZone: aws.String(zone)}
+		}
+		out, err := c.ec2.RunInstances(ctx, in)
+		if err == nil && len(out.Instances) == 1 {
+			inst := fromSDK(out.Instances[0])
+			inst.Image = im
+			if spec.OnLaunched != nil {
+				spec.OnLaunched(inst.ID)
+			}
+			return inst, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("run instances returned %d instances, want 1", len(out.Instances))
+		}
+		if code := errorCode(err); notRetried[code] {
+			capErr.Attempts = append(capErr.Attempts, ZoneAttempt{Zone: zone, Code: code, Err: err})
+			if spec.OnZoneSkipped != nil {
+				spec.OnZoneSkipped(zone, err)
+			}
+			continue
+		}
+		return nil, c.afterFailedRun(ctx, spec, *in.ClientToken, zone, err)
+	}
+	return nil, capErr
+}
+
+// runInput is the RunInstances request of spec, without a zone and a
+// client token (Launch sets both per zone), and the token to derive them
+// from: the type checked, the image resolved, the dead-man user data and
+// the tags written, and the image it resolved. Launch and Preflight both
+// send it, so the preflight asks EC2 about the very request the launch
+// makes.
+func (c *Client) runInput(ctx context.Context, spec Spec) (*ec2.RunInstancesInput, string, Image, error) {
 	if spec.InstanceType == "" {
-		return nil, errors.New("launch: instance type is required")
+		return nil, "", Image{}, errors.New("instance type is required")
 	}
 	if _, err := c.DescribeInstanceType(ctx, spec.InstanceType); err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, "", Image{}, err
 	}
 	var im Image
 	var err error
@@ -181,10 +237,10 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 	case spec.ImageName != "":
 		im, err = c.FindImage(ctx, spec.ImageName, spec.ImageOwners)
 	default:
-		return nil, errors.New("launch: an image id or an image name filter is required")
+		return nil, "", Image{}, errors.New("an image id or an image name filter is required")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, "", Image{}, err
 	}
 	image := im.ID
 	lifetime := spec.MaxLifetime
@@ -237,7 +293,7 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 			dev = im.RootDeviceName
 		}
 		if dev == "" {
-			return nil, fmt.Errorf("launch: image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
+			return nil, "", Image{}, fmt.Errorf("image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
 		}
 		ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
 		if rv.SizeGB > 0 {
@@ -254,42 +310,7 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 		}
 		in.BlockDeviceMappings = []types.BlockDeviceMapping{{DeviceName: aws.String(dev), Ebs: ebs}}
 	}
-
-	zones := spec.AvailabilityZones
-	if len(zones) == 0 {
-		zones = []string{""}
-	}
-	capErr := &CapacityError{InstanceType: spec.InstanceType}
-	for i, zone := range zones {
-		// A token names one request: the same token with other
-		// parameters (another zone) is refused by EC2 as a mismatch.
-		in.ClientToken = aws.String(zoneToken(token, i))
-		in.Placement = nil
-		if zone != "" {
-			in.Placement = &types.Placement{AvailabilityZone: aws.String(zone)}
-		}
-		out, err := c.ec2.RunInstances(ctx, in)
-		if err == nil && len(out.Instances) == 1 {
-			inst := fromSDK(out.Instances[0])
-			inst.Image = im
-			if spec.OnLaunched != nil {
-				spec.OnLaunched(inst.ID)
-			}
-			return inst, nil
-		}
-		if err == nil {
-			err = fmt.Errorf("run instances returned %d instances, want 1", len(out.Instances))
-		}
-		if code := errorCode(err); notRetried[code] {
-			capErr.Attempts = append(capErr.Attempts, ZoneAttempt{Zone: zone, Code: code, Err: err})
-			if spec.OnZoneSkipped != nil {
-				spec.OnZoneSkipped(zone, err)
-			}
-			continue
-		}
-		return nil, c.afterFailedRun(ctx, spec, *in.ClientToken, zone, err)
-	}
-	return nil, capErr
+	return in, token, im, nil
 }
 
 // zoneToken derives the token of the i-th zone attempt; EC2 allows 64

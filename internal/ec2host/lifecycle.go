@@ -198,7 +198,9 @@ func (c *Client) Sweep(ctx context.Context, now time.Time) ([]string, error) {
 	return expired, nil
 }
 
-var errNoImage = errors.New("no image matches")
+// ErrNoImage is wrapped by errors for an image id or name filter the
+// region has no available image for.
+var ErrNoImage = errors.New("no image matches")
 
 // roundWait rounds a waited duration for messages.
 func roundWait(d time.Duration) time.Duration {

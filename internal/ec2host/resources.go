@@ -42,11 +42,7 @@ func GenerateKeyPair() (KeyPair, error) {
 // ImportKeyPair imports a public key under name and returns the key
 // pair id.
 func (c *Client) ImportKeyPair(ctx context.Context, name, publicKeyLine string, tags map[string]string) (string, error) {
-	in := &ec2.ImportKeyPairInput{KeyName: aws.String(name), PublicKeyMaterial: []byte(publicKeyLine)}
-	if len(tags) > 0 {
-		in.TagSpecifications = []types.TagSpecification{{ResourceType: types.ResourceTypeKeyPair, Tags: sdkTags(tags)}}
-	}
-	out, err := c.ec2.ImportKeyPair(ctx, in)
+	out, err := c.ec2.ImportKeyPair(ctx, importKeyPairInput(name, publicKeyLine, tags))
 	if err != nil {
 		return "", fmt.Errorf("import key pair %s: %w", name, err)
 	}
@@ -72,16 +68,7 @@ func (c *Client) CreateSSHSecurityGroup(ctx context.Context, name, vpcID string,
 	if len(cidrs) == 0 {
 		return "", fmt.Errorf("create security group %s: no CIDR to allow SSH from", name)
 	}
-	in := &ec2.CreateSecurityGroupInput{
-		GroupName:   aws.String(name),
-		Description: aws.String("pgbench: SSH to benchmark hosts (deleted on destroy)"),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup,
-			Tags: sdkTags(map[string]string{TagManagedBy: ManagedByValue})}},
-	}
-	if vpcID != "" {
-		in.VpcId = aws.String(vpcID)
-	}
-	out, err := c.ec2.CreateSecurityGroup(ctx, in)
+	out, err := c.ec2.CreateSecurityGroup(ctx, createGroupInput(name, vpcID))
 	if err != nil {
 		return "", fmt.Errorf("create security group %s: %w", name, err)
 	}
@@ -142,6 +129,9 @@ func imageFromSDK(im types.Image) Image {
 // offer (or that is not available) is an error naming it.
 func (c *Client) DescribeImage(ctx context.Context, id string) (Image, error) {
 	out, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{id}})
+	if errorCode(err) == "InvalidAMIID.NotFound" {
+		return Image{}, fmt.Errorf("describe image: %w id %s in region %s (%v)", ErrNoImage, id, c.region, err)
+	}
 	if err != nil {
 		return Image{}, fmt.Errorf("describe image %s: %w", id, err)
 	}
@@ -150,7 +140,7 @@ func (c *Client) DescribeImage(ctx context.Context, id string) (Image, error) {
 			return imageFromSDK(im), nil
 		}
 	}
-	return Image{}, fmt.Errorf("describe image: %w id %s in this region", errNoImage, id)
+	return Image{}, fmt.Errorf("describe image: %w id %s in this region", ErrNoImage, id)
 }
 
 // FindImage returns the newest available image whose name matches
@@ -172,7 +162,7 @@ func (c *Client) FindImage(ctx context.Context, namePattern string, owners []str
 		imgs = append(imgs, imageFromSDK(im))
 	}
 	if len(imgs) == 0 {
-		return Image{}, fmt.Errorf("find image: %w name %q owned by %v", errNoImage, namePattern, owners)
+		return Image{}, fmt.Errorf("find image: %w name %q owned by %v", ErrNoImage, namePattern, owners)
 	}
 	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Created.After(imgs[j].Created) })
 	return imgs[0], nil
@@ -192,12 +182,12 @@ func (c *Client) DescribeInstanceType(ctx context.Context, typ string) (Instance
 	out, err := c.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []types.InstanceType{types.InstanceType(typ)}})
 	if err != nil {
 		if errorCode(err) == "InvalidInstanceType" {
-			return InstanceTypeInfo{}, fmt.Errorf("instance type %s does not exist in this region: %w", typ, err)
+			return InstanceTypeInfo{}, fmt.Errorf("instance type %s: %w in region %s (check instance_type): %w", typ, ErrUnknownInstanceType, c.region, err)
 		}
 		return InstanceTypeInfo{}, fmt.Errorf("describe instance type %s: %w", typ, err)
 	}
 	if len(out.InstanceTypes) == 0 {
-		return InstanceTypeInfo{}, fmt.Errorf("instance type %s does not exist in this region", typ)
+		return InstanceTypeInfo{}, fmt.Errorf("instance type %s: %w in region %s (check instance_type)", typ, ErrUnknownInstanceType, c.region)
 	}
 	it := out.InstanceTypes[0]
 	info := InstanceTypeInfo{Type: string(it.InstanceType), BareMetal: aws.ToBool(it.BareMetal)}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +42,8 @@ type instance struct {
 	host                                                        *testhost.Host
 	hostTB                                                      *hostTB
 	timers                                                      []*time.Timer
-	deadMan                                                     time.Duration
+	powerOff                                                    powerOff  // from user data
+	powerOffAt                                                  time.Time // once user data ran
 	rootDevice                                                  string
 	volumes                                                     []Volume
 }
@@ -107,6 +107,13 @@ type InstanceInfo struct {
 	// EBS volumes, the root volume first.
 	RootDevice string
 	Volumes    []Volume
+	// DeadMan above is the delay of a power-off the user data schedules
+	// relative to when it runs (systemd-run --on-active=N, shutdown +M);
+	// DeadManAt is the instant of one it schedules absolutely (the
+	// script's epoch); PowerOffAt is when the power-off fires, known once
+	// the user data ran (the instance entered running). Each is zero when
+	// the user data schedules nothing the simulator understands.
+	DeadManAt, PowerOffAt time.Time
 }
 
 // Instances lists every instance ever launched, terminated ones included.
@@ -117,7 +124,8 @@ func (s *Server) Instances() []InstanceInfo {
 	for _, id := range s.order {
 		in := s.instances[id]
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
-			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.deadMan, ShutdownBehavior: in.shutdownBehavior,
+			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.powerOff.after, DeadManAt: in.powerOff.at,
+			PowerOffAt: in.powerOffAt, ShutdownBehavior: in.shutdownBehavior,
 			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes)}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
@@ -144,32 +152,18 @@ func (s *Server) Instance(id string) (InstanceInfo, bool) {
 	return InstanceInfo{}, false
 }
 
-var deadManRE = regexp.MustCompile(`(?m)(?:--on-active=(\d+)s?\b|shutdown\s+-[hPH]\s+\+(\d+)\b)`)
-
-// parseDeadMan finds the power-off schedule in user data: a systemd-run
-// --on-active=SECONDS timer, else shutdown -P +MINUTES.
-func parseDeadMan(userData string) time.Duration {
-	m := deadManRE.FindStringSubmatch(userData)
-	if m == nil {
-		return 0
-	}
-	if m[1] != "" {
-		n, _ := strconv.Atoi(m[1])
-		return time.Duration(n) * time.Second
-	}
-	n, _ := strconv.Atoi(m[2])
-	return time.Duration(n) * time.Minute
-}
-
 func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	s.mu.Lock()
 	s.lastRunParams = f
-	failAfter := s.failAfterRun > 0
+	// A DryRun creates nothing, so it neither loses an answer nor uses
+	// up its client token.
+	dry := dryRun(f)
+	failAfter := s.failAfterRun > 0 && !dry
 	if failAfter {
 		s.failAfterRun--
 	}
 	token := f.Get("ClientToken")
-	if res, ok := s.tokens[token]; ok && token != "" {
+	if res, ok := s.tokens[token]; ok && token != "" && !dry {
 		// Idempotency: the same token answers with the same reservation
 		// and launches nothing.
 		out := s.reservationLocked(res)
@@ -222,12 +216,6 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if keyName != "" && !keyOK {
 		return nil, errf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", keyName)
 	}
-	if unsup {
-		return nil, errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", typ, zone, strings.Join(others, ", "))
-	}
-	if capErr {
-		return nil, errf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.", typ, zone, typ, strings.Join(s.opts.Zones, ", "))
-	}
 	groups := list(f, "SecurityGroupId")
 	s.mu.Lock()
 	for _, g := range groups {
@@ -236,22 +224,25 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 			return nil, err
 		}
 	}
+	quotaErr := s.vcpuQuotaLocked(typ)
 	s.mu.Unlock()
-
-	userData := ""
-	if ud := f.Get("UserData"); ud != "" {
-		b, err := base64.StdEncoding.DecodeString(ud)
-		if err != nil {
-			return nil, errf(400, "InvalidParameterValue", "Invalid BASE64 encoding of user data.")
-		}
-		userData = string(b)
+	if quotaErr != nil {
+		return nil, quotaErr
 	}
-	behavior := f.Get("InstanceInitiatedShutdownBehavior")
-	if behavior == "" {
-		behavior = "stop"
+	userData, behavior, perr := runOptions(f)
+	if perr != nil {
+		return nil, perr
 	}
-	if behavior != "stop" && behavior != "terminate" {
-		return nil, errf(400, "InvalidParameterValue", "Value (%s) for parameter instanceInitiatedShutdownBehavior is invalid.", behavior)
+	// A DryRun checks the request and the account, not the placement:
+	// capacity and a zone's offer are only known at launch.
+	if dry {
+		return nil, errDryRun()
+	}
+	if unsup {
+		return nil, errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", typ, zone, strings.Join(others, ", "))
+	}
+	if capErr {
+		return nil, errf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.", typ, zone, typ, strings.Join(s.opts.Zones, ", "))
 	}
 	tags := map[string]string{}
 	for i := 1; i <= count(f, "TagSpecification"); i++ {
@@ -265,7 +256,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		id: s.newID("i"), reservation: s.newID("r"), imageID: image, typ: typ, zone: zone,
 		keyName: keyName, subnet: f.Get("SubnetId"), token: token, groups: groups,
 		state: Pending, launched: time.Now().UTC(), tags: tags, shutdownBehavior: behavior,
-		deadMan: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes,
+		powerOff: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes,
 	}
 	if in.subnet == "" {
 		in.subnet = "subnet-0sim" + zone[len(zone)-1:]
@@ -308,14 +299,31 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		s.failBoot--
 		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.bootFailed(in.id) }))
 	} else {
-		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.transition(in.id, Pending, Running) }))
-	}
-	if in.deadMan > 0 {
-		in.timers = append(in.timers, time.AfterFunc(in.deadMan, func() { s.instanceShutdown(in.id) }))
+		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.boot(in.id) }))
 	}
 	out := s.reservationLocked(in.reservation)
 	s.mu.Unlock()
 	return runResponse(out, reqID, failAfter)
+}
+
+// runOptions reads a RunInstances' user data and shutdown behaviour,
+// refusing what EC2 refuses.
+func runOptions(f url.Values) (userData, behavior string, err *apiError) {
+	if ud := f.Get("UserData"); ud != "" {
+		b, derr := base64.StdEncoding.DecodeString(ud)
+		if derr != nil {
+			return "", "", errf(400, "InvalidParameterValue", "Invalid BASE64 encoding of user data.")
+		}
+		userData = string(b)
+	}
+	behavior = f.Get("InstanceInitiatedShutdownBehavior")
+	if behavior == "" {
+		behavior = "stop"
+	}
+	if behavior != "stop" && behavior != "terminate" {
+		return "", "", errf(400, "InvalidParameterValue", "Value (%s) for parameter instanceInitiatedShutdownBehavior is invalid.", behavior)
+	}
+	return userData, behavior, nil
 }
 
 // runResponse answers a RunInstances with its reservation, or, when the

@@ -34,6 +34,9 @@ func (s *Server) importKeyPair(f url.Values, reqID string) (any, *apiError) {
 	if _, ok := s.keys[name]; ok {
 		return nil, errf(400, "InvalidKeyPair.Duplicate", "The keypair already exists")
 	}
+	if dryRun(f) {
+		return nil, errDryRun()
+	}
 	kp := keyPair{name: name, line: strings.TrimSpace(string(raw)), fingerprint: ssh.FingerprintSHA256(pk)}
 	kp.id = s.newIDLocked("key", 0x0ce0000000000000)
 	s.keys[name] = kp

@@ -36,6 +36,9 @@ func (s *Server) createSecurityGroup(f url.Values, reqID string) (any, *apiError
 			return nil, errf(400, "InvalidGroup.Duplicate", "The security group '%s' already exists for VPC '%s'", name, g.vpc)
 		}
 	}
+	if dryRun(f) {
+		return nil, errDryRun()
+	}
 	g := &group{id: s.newIDLocked("sg", 0x05e0000000000000), name: name, vpc: f.Get("VpcId")}
 	s.groups[g.id] = g
 	return createSecurityGroupResponse{Xmlns: xmlns, RequestID: reqID, Return: true, GroupID: g.id}, nil

@@ -38,6 +38,10 @@ type Options struct {
 	TerminatedVisibleFor time.Duration
 	// Images are what DescribeImages knows (default: two Debian images).
 	Images []Image
+	// VCPUQuota is the account's "Running On-Demand Standard (A, C, D,
+	// H, I, M, R, T, Z) instances" quota (L-1216C47A) in vCPUs (default
+	// DefaultVCPUQuota; new AWS accounts often have 5 to 64).
+	VCPUQuota int
 }
 
 // Server is a simulated EC2 region. Create it with New.
@@ -70,6 +74,7 @@ type Server struct {
 	slowTerm      time.Duration
 	failAfterRun  int
 	failBoot      int
+	denied        map[string]bool // action -> UnauthorizedOperation
 	lastRunParams url.Values
 }
 
@@ -101,6 +106,9 @@ func New(t testing.TB, opts Options) *Server {
 	if opts.Images == nil {
 		opts.Images = defaultImages()
 	}
+	if opts.VCPUQuota == 0 {
+		opts.VCPUQuota = DefaultVCPUQuota
+	}
 	s := &Server{
 		t: t, opts: opts,
 		instances:   map[string]*instance{},
@@ -111,6 +119,7 @@ func New(t testing.TB, opts Options) *Server {
 		signers:     map[string][]string{},
 		capacity:    map[string]bool{},
 		unsupported: map[string]bool{},
+		denied:      map[string]bool{},
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL
@@ -220,6 +229,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	handle, ok := actions[action]
 	if !ok {
 		s.writeError(w, reqID, errf(400, "InvalidAction", "The action %s is not valid for this web service.", action))
+		return
+	}
+	// IAM decides before EC2 looks at the request, DryRun or not.
+	s.mu.Lock()
+	denied := s.deniedLocked(action)
+	s.mu.Unlock()
+	if denied {
+		s.writeError(w, reqID, s.unauthorized(action, r.Form))
 		return
 	}
 	resp, err := handle(s, r.Form, reqID)

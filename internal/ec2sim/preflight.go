@@ -1,0 +1,90 @@
+package ec2sim
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"net/url"
+	"strings"
+)
+
+// What a launch can be refused for before anything exists: IAM
+// permissions (Deny), the account's vCPU quota (Options.VCPUQuota), and
+// the answer to a DryRun request that would have succeeded.
+
+// DefaultVCPUQuota is the "Running On-Demand Standard (A, C, D, H, I, M,
+// R, T, Z) instances" quota of a region whose Options name none: three
+// r8i.metal-96xl, enough for every test that does not test the quota.
+const DefaultVCPUQuota = 1152
+
+// Deny makes every later request of action (e.g. "RunInstances") fail as
+// EC2 does when the caller's IAM policy does not allow it: HTTP 403
+// UnauthorizedOperation, DryRun or not.
+func (s *Server) Deny(action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denied[action] = true
+}
+
+// deniedLocked reports whether action was denied with Deny.
+func (s *Server) deniedLocked(action string) bool { return s.denied[action] }
+
+// unauthorized is EC2's answer to a call IAM does not allow, naming the
+// caller, the action and the resource as AWS does. The encoded message is
+// opaque, as AWS's is (only sts:DecodeAuthorizationMessage reads it).
+func (s *Server) unauthorized(action string, f url.Values) *apiError {
+	res := "*"
+	switch action {
+	case "RunInstances":
+		res = "instance/*"
+	case "ImportKeyPair":
+		res = "key-pair/" + f.Get("KeyName")
+	case "CreateSecurityGroup":
+		res = "security-group/*"
+	case "AuthorizeSecurityGroupIngress", "DeleteSecurityGroup":
+		res = "security-group/" + f.Get("GroupId")
+	case "DeleteKeyPair":
+		res = "key-pair/" + f.Get("KeyName")
+	}
+	sum := sha256.Sum256([]byte(action + "/" + res))
+	encoded := base64.RawURLEncoding.EncodeToString(append(sum[:], sum[:]...))
+	return errf(403, "UnauthorizedOperation", "You are not authorized to perform this operation. "+
+		"User: arn:aws:iam::%s:user/pgbench is not authorized to perform: ec2:%s on resource: arn:aws:ec2:%s:%s:%s "+
+		"because no identity-based policy allows the ec2:%s action. Encoded authorization failure message: %s",
+		s.opts.OwnerID, action, s.opts.Region, s.opts.OwnerID, res, action, encoded)
+}
+
+// dryRun reports whether a request asks for a DryRun.
+func dryRun(f url.Values) bool { return f.Get("DryRun") == "true" }
+
+// errDryRun is EC2's answer to a DryRun request that would have succeeded.
+func errDryRun() *apiError {
+	return errf(412, "DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+}
+
+// standardFamily reports whether an instance type counts against the
+// Standard (A, C, D, H, I, M, R, T, Z) On-Demand vCPU quota; the other
+// families (F, G, P, X, ...) have quotas of their own.
+func standardFamily(typ string) bool {
+	return typ != "" && strings.ContainsRune("acdhimrtz", rune(typ[0]))
+}
+
+// vcpuQuotaLocked refuses a launch of typ that would take the vCPUs of the
+// account's pending and running standard instances over the quota, with
+// EC2's VcpuLimitExceeded.
+func (s *Server) vcpuQuotaLocked(typ string) *apiError {
+	if !standardFamily(typ) {
+		return nil
+	}
+	used := instanceTypes[typ].VCPUInfo.DefaultVCPUs
+	for _, in := range s.instances {
+		if (in.state == Pending || in.state == Running) && standardFamily(in.typ) {
+			used += instanceTypes[in.typ].VCPUInfo.DefaultVCPUs
+		}
+	}
+	if used <= s.opts.VCPUQuota {
+		return nil
+	}
+	return errf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows "+
+		"for the instance bucket that the specified instance type belongs to. Please visit "+
+		"http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.", s.opts.VCPUQuota)
+}
