@@ -37,6 +37,9 @@ type Options struct {
 	TerminatedVisibleFor time.Duration
 	// Images are what DescribeImages knows (default: two Debian images).
 	Images []Image
+	// ConsoleDelay is how long after running GetConsoleOutput stays
+	// empty before it shows the boot log (EC2: minutes; default 300ms).
+	ConsoleDelay time.Duration
 }
 
 // Server is a simulated EC2 region. Create it with New.
@@ -67,6 +70,8 @@ type Server struct {
 	slowTerm      time.Duration
 	failAfterRun  int
 	failBoot      int
+	consoleSilent int
+	consoleForged int
 	lastRunParams url.Values
 }
 
@@ -95,6 +100,7 @@ func New(t testing.TB, opts Options) *Server {
 	def(&opts.ShuttingDownDelay, 200*time.Millisecond)
 	def(&opts.StoppingDelay, 200*time.Millisecond)
 	def(&opts.TerminatedVisibleFor, time.Hour)
+	def(&opts.ConsoleDelay, 300*time.Millisecond)
 	if opts.Images == nil {
 		opts.Images = defaultImages()
 	}
@@ -171,6 +177,7 @@ var actions = map[string]func(s *Server, f url.Values, reqID string) (any, *apiE
 	"CreateSecurityGroup":           (*Server).createSecurityGroup,
 	"DeleteSecurityGroup":           (*Server).deleteSecurityGroup,
 	"AuthorizeSecurityGroupIngress": (*Server).authorizeIngress,
+	"GetConsoleOutput":              (*Server).getConsoleOutput,
 }
 
 // serve checks a request as EC2 would (throttling, signature, API
