@@ -161,10 +161,10 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 					"Changing the policy replaces the instance (a state from before the policy existed is kept).",
 					"Changing the policy replaces the instance (a state from before the policy existed is kept).")},
 				MarkdownDescription: "How the instance's SSH host key is verified on first contact. `console` (default): pin the keys " +
-					"cloud-init prints on the instance's console (EC2 GetConsoleOutput, which only the instance writes) and refuse " +
-					"any other; if the console shows none within `host_key_wait`, the create fails and the instance stays in state, " +
-					"tainted. `console_or_first_use`: the same, but after `host_key_wait` trust the key presented on first contact, " +
-					"with a warning. `first_use`: trust the first key presented without checking it; a man in the middle on the " +
+					"cloud-init prints on the instance's console (EC2 GetConsoleOutput, which only the instance writes; the credentials " +
+					"need `ec2:GetConsoleOutput`) and refuse any other; if the console shows none within `host_key_wait`, the create fails and the instance stays in state, " +
+					"tainted. `console_or_first_use`: the same, but when the console shows none within `host_key_wait` (or cannot be " +
+					"read) trust the key presented on first contact, with a warning. `first_use`: trust the first key presented without checking it; a man in the middle on the " +
 					"path to the instance would be pinned as readily, so use it only on a network you trust.",
 				Validators: []validator.String{stringvalidator.OneOf(hostKeyConsole, hostKeyConsoleOrFirstUse, hostKeyFirstUse)},
 			},
