@@ -37,17 +37,18 @@ func (s *Server) consoleKeysFor(h *testhost.Host) consoleKeys {
 	}
 	s.mu.Unlock()
 	switch {
-	case silent || h.HostKeyLine == "":
-		// No sshd in the test host (NoSSH) means no host key to print.
+	case silent:
 		return consoleKeys{silent: true}
-	case forged:
-		return consoleKeys{keyLine: forgedKeyLine()}
+	case forged || h.HostKeyLine == "":
+		// An instance whose sshd never answers (NoSSH) still has host
+		// keys and prints them; none of the test host's sshd is to hand.
+		return consoleKeys{keyLine: newKeyLine()}
 	}
 	return consoleKeys{keyLine: h.HostKeyLine}
 }
 
-// forgedKeyLine is a fresh ed25519 public key that no sshd holds.
-func forgedKeyLine() string {
+// newKeyLine is a fresh ed25519 public key that no sshd holds.
+func newKeyLine() string {
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		panic(fmt.Sprintf("ec2sim: generate a forged host key: %v", err))
