@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
@@ -41,6 +42,11 @@ import (
 // instance needs no revert).
 
 const (
+	// Values of host_key_policy.
+	hostKeyConsole           = "console"
+	hostKeyConsoleOrFirstUse = "console_or_first_use"
+	hostKeyFirstUse          = "first_use"
+
 	defaultEC2PollInterval = "15s"
 	// defaultEC2SSHUser logs in to an image of no known family.
 	defaultEC2SSHUser = "root"
@@ -63,8 +69,8 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"and a power-off scheduled from user data at `max_lifetime` (a dead-man switch that stops the bill even " +
 			"when Terraform never comes back); it is tagged `managed-by = pgbench`, `owner` and `expires-at` so that " +
 			"`pgbench_ec2_sweep` can terminate orphans. Any failure after the launch leaves the instance in state " +
-			"(tainted), so the next apply or destroy terminates it. Every argument except `hourly_price_usd` and " +
-			"`poll_interval` replaces the instance.",
+			"(tainted), so the next apply or destroy terminates it. Every argument except `hourly_price_usd`, " +
+			"`poll_interval` and `host_key_wait` replaces the instance.",
 		Validators: []validator.Object{
 			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
 			ec2ExactlyOne{"ami", "image"},
@@ -160,6 +166,24 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 					"(`r8i.metal-96xl` 14.45, `m6i.metal` 4.61, ...); set it for other types or regions.",
 				Validators: []validator.Float64{float64validator.AtLeast(0)},
 			},
+			"host_key_policy": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(hostKeyConsole),
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceUnlessNew,
+					"Changing the policy replaces the instance (a state from before the policy existed is kept).",
+					"Changing the policy replaces the instance (a state from before the policy existed is kept).")},
+				MarkdownDescription: "How the instance's SSH host key is verified on first contact. `console` (default): pin the keys " +
+					"cloud-init prints on the instance's console (EC2 GetConsoleOutput, which only the instance writes; the credentials " +
+					"need `ec2:GetConsoleOutput`) and refuse any other; if the console shows none within `host_key_wait`, the create fails and the instance stays in state, " +
+					"tainted. `console_or_first_use`: the same, but when the console shows none within `host_key_wait` (or cannot be " +
+					"read) trust the key presented on first contact, with a warning. `first_use`: trust the first key presented without checking it; a man in the middle on the " +
+					"path to the instance would be pinned as readily, so use it only on a network you trust.",
+				Validators: []validator.String{stringvalidator.OneOf(hostKeyConsole, hostKeyConsoleOrFirstUse, hostKeyFirstUse)},
+			},
+			"host_key_wait": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("10m"),
+				MarkdownDescription: "How long to wait for the host keys on the console (EC2 fills it a few minutes after boot). A Go duration, default `10m`.",
+				Validators:          []validator.String{durationValidator{min: time.Millisecond}},
+			},
 			"poll_interval": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2PollInterval),
 				MarkdownDescription: "How often to check the instance's state while waiting for it to run or terminate. A Go duration, default `15s`.",
@@ -172,12 +196,16 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"public_ip":                   computed("Public IPv4 address (empty without one)."),
 			"private_ip":                  computed("Private IPv4 address."),
 			"expires_at":                  computed("When the dead-man switch terminates the instance (RFC 3339), also its `expires-at` tag."),
-			"host_key":                    computed("SHA256 fingerprint of the instance's SSH host key, seen on first contact and pinned from then on."),
+			"host_key":                    computed("SHA256 fingerprint of the host key the instance presented on first contact, pinned from then on: one its console showed (`host_key_source = \"console\"`) or, unchecked, whatever answered (`first_use`)."),
 			"generated_key_name":          computed("Name of the key pair the provider generated and imported, deleted on destroy."),
 			"temporary_security_group_id": computed("Security group the provider made for `ssh_cidrs`, deleted on destroy."),
 			"generated_private_key": schema.StringAttribute{
 				Computed: true, Sensitive: true, PlanModifiers: keepS,
 				MarkdownDescription: "Private key of the generated key pair (OpenSSH format).",
+			},
+			"host_key_source": schema.StringAttribute{
+				Computed: true, PlanModifiers: []planmodifier.String{hostKeySourceKept{}},
+				MarkdownDescription: "How `host_key` was obtained: `console` (verified against the instance's console) or `first_use` (trusted on first contact).",
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -402,8 +430,16 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	}
 	e.PublicIP, e.PrivateIP = types.StringValue(run.PublicIP), types.StringValue(run.PrivateIP)
 	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
-	tflog.Info(ctx, "ec2 instance running; waiting for ssh", map[string]any{"instance_id": in.ID, "address": run.Address()})
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: e.SSHUser.ValueString(), PrivateKey: []byte(privateKey)})
+	keys, err := ec2HostKeys(ctx, c, e, in.ID, diags)
+	if err != nil {
+		return after("EC2 Host Key Unavailable", fmt.Sprintf("%v. host_key_policy = %q pins only a key the instance's console shows: use an image "+
+			"whose cloud-init prints its host keys, raise host_key_wait, or set host_key_policy = %q to trust the first key seen after the wait.",
+			err, e.HostKeyPolicy.ValueString(), hostKeyConsoleOrFirstUse))
+	}
+	tflog.Info(ctx, "ec2 instance running; waiting for ssh", map[string]any{"instance_id": in.ID, "address": run.Address(), "host_keys": keys})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: e.SSHUser.ValueString(), PrivateKey: []byte(privateKey),
+		HostKeys: keys, TrustOnFirstUse: len(keys) == 0})
+	var hk *remote.HostKeyError
 	var refused *ec2host.LoginRefusedError
 	var nosudo *ec2host.SudoError
 	switch {
@@ -411,10 +447,17 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "EC2 Login Refused", fmt.Sprintf("%v. Instance %s is in state and tainted: "+
 			"the next apply replaces it and `terraform destroy` terminates it.", err, in.ID))
 		return false
+	case errors.As(err, &hk):
+		return after("EC2 Host Key Mismatch", fmt.Sprintf("%v. Connecting was refused before anything was sent: the server at the instance's address is "+
+			"not the instance its console describes (a man in the middle, or an address that reaches another machine). Check the route to %s.", err, run.Address()))
 	case err != nil:
 		return after("EC2 Instance Unreachable", fmt.Sprintf("%v. Check that the security group admits SSH from here and that the image admits %s with the key.", err, e.SSHUser.ValueString()))
 	}
 	e.HostKey = types.StringValue(ex.HostKeyFingerprint())
+	e.HostKeySource = types.StringValue(hostKeyConsole)
+	if len(keys) == 0 {
+		e.HostKeySource = types.StringValue(hostKeyFirstUse)
+	}
 	ex.Close()
 	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
 	return !diags.HasError()
@@ -455,6 +498,29 @@ func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2h
 	diags.AddAttributeError(at, summary, fmt.Sprintf("%v. Nothing was created: the check ran before any key pair, "+
 		"security group or instance.", err))
 	return false
+}
+
+// ec2HostKeys returns the host keys to pin for instance id as its
+// host_key_policy says: the console's, or none (trust on first use) for
+// first_use and for console_or_first_use once the console showed none in
+// host_key_wait (with a warning). An error means the create must stop.
+func ec2HostKeys(ctx context.Context, c *ec2host.Client, e *ec2Model, id string, diags *diag.Diagnostics) ([]string, error) {
+	policy := e.HostKeyPolicy.ValueString()
+	if policy == hostKeyFirstUse {
+		return nil, nil
+	}
+	wait, err := time.ParseDuration(e.HostKeyWait.ValueString())
+	if err != nil {
+		return nil, fmt.Errorf("host_key_wait %q: %w", e.HostKeyWait.ValueString(), err)
+	}
+	keys, err := c.HostKeysFromConsole(ctx, id, wait)
+	if err == nil || policy != hostKeyConsoleOrFirstUse || ctx.Err() != nil {
+		return keys, err
+	}
+	diags.AddAttributeWarning(fwpath.Root("ec2").AtName("host_key_policy"), "Host Key Not Verified",
+		fmt.Sprintf("%v. As host_key_policy = %q, the key instance %s presents on first contact is trusted and pinned unchecked "+
+			"(host_key_source = %q): a man in the middle would be pinned as readily.", err, hostKeyConsoleOrFirstUse, id, hostKeyFirstUse))
+	return nil, nil
 }
 
 // ec2Read is Read for an ec2 host. Only EC2 decides whether the host
@@ -590,13 +656,39 @@ func (e *ec2Model) reachable() bool {
 // partial state can be saved before they are known.
 func (e *ec2Model) nullComputed() {
 	for _, s := range []*types.String{&e.InstanceID, &e.ImageID, &e.AvailabilityZone, &e.PublicIP, &e.PrivateIP,
-		&e.ExpiresAt, &e.HostKey, &e.GeneratedKeyName, &e.TemporarySecurityGroupID, &e.GeneratedPrivateKey, &e.SSHUser} {
+		&e.ExpiresAt, &e.HostKey, &e.HostKeySource, &e.GeneratedKeyName, &e.TemporarySecurityGroupID, &e.GeneratedPrivateKey, &e.SSHUser} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
 	if e.HourlyPriceUSD.IsUnknown() {
 		e.HourlyPriceUSD = types.Float64Null()
+	}
+}
+
+// replaceUnlessNew replaces the instance when a setting changes, but not
+// when state predates the attribute (null): upgrading the provider must
+// not replace running instances.
+func replaceUnlessNew(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
+}
+
+// hostKeySourceKept plans host_key_source: unknown on create, else the
+// state's value; a state from before it existed pinned its key on first
+// use, which is what it records then.
+type hostKeySourceKept struct{}
+
+func (hostKeySourceKept) Description(context.Context) string {
+	return "keeps the recorded host key source; first_use for states that predate it"
+}
+func (m hostKeySourceKept) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+func (hostKeySourceKept) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	switch {
+	case req.State.Raw.IsNull() || req.Plan.Raw.IsNull():
+	case !req.StateValue.IsNull():
+		resp.PlanValue = req.StateValue
+	default:
+		resp.PlanValue = types.StringValue(hostKeyFirstUse)
 	}
 }
 
@@ -652,6 +744,8 @@ type ec2Model struct {
 	MaxLifetime       types.String        `tfsdk:"max_lifetime"`
 	HourlyPriceUSD    types.Float64       `tfsdk:"hourly_price_usd"`
 	PollInterval      types.String        `tfsdk:"poll_interval"`
+	HostKeyPolicy     types.String        `tfsdk:"host_key_policy"`
+	HostKeyWait       types.String        `tfsdk:"host_key_wait"`
 
 	InstanceID               types.String `tfsdk:"instance_id"`
 	ImageID                  types.String `tfsdk:"image_id"`
@@ -660,6 +754,7 @@ type ec2Model struct {
 	PrivateIP                types.String `tfsdk:"private_ip"`
 	ExpiresAt                types.String `tfsdk:"expires_at"`
 	HostKey                  types.String `tfsdk:"host_key"`
+	HostKeySource            types.String `tfsdk:"host_key_source"`
 	GeneratedKeyName         types.String `tfsdk:"generated_key_name"`
 	GeneratedPrivateKey      types.String `tfsdk:"generated_private_key"`
 	TemporarySecurityGroupID types.String `tfsdk:"temporary_security_group_id"`

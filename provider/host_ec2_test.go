@@ -446,6 +446,14 @@ func TestAccEC2HostValidation(t *testing.T) {
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["10.0.0.0/8"]
     key_name = "bench"`, `private_key`},
+		{"bad host key policy", `instance_type = "m6i.metal"
+    ami = "ami-0123456789abcdef0"
+    ssh_cidrs = ["10.0.0.0/8"]
+    host_key_policy = "trust"`, `(?s)host_key_policy.*value must be one of`},
+		{"bad host key wait", `instance_type = "m6i.metal"
+    ami = "ami-0123456789abcdef0"
+    ssh_cidrs = ["10.0.0.0/8"]
+    host_key_wait = "ten minutes"`, `Invalid Duration`},
 		{"bad cidr", `instance_type = "m6i.metal"
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["my laptop"]`, `must be an IPv4 CIDR`},

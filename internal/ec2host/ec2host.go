@@ -16,7 +16,8 @@
 //	in, err := c.Launch(ctx, ec2host.Spec{..., ClientToken: tok,
 //		OnLaunched: func(id string) { /* save id in state now */ }})
 //	in, err = c.WaitRunning(ctx, in.ID)
-//	ex, err := c.WaitSSH(ctx, in, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM})
+//	keys, err := c.HostKeysFromConsole(ctx, in.ID, 10*time.Minute)
+//	ex, err := c.WaitSSH(ctx, in, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, HostKeys: keys})
 //
 // and its destroy is Terminate (waits for terminated), DeleteSecurityGroup
 // (retries while the instance still holds the group), DeleteKeyPair. Every

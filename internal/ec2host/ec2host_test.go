@@ -157,7 +157,7 @@ func TestLifecycle(t *testing.T) {
 	if run.State != "running" || run.PublicIP == "" || run.PrivateIP == "" || run.LaunchTime.IsZero() {
 		t.Fatalf("running instance = %+v, want running with addresses and a launch time", run)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second, TrustOnFirstUse: true})
 	if err != nil {
 		t.Fatalf("WaitSSH: %v", err)
 	}
@@ -287,7 +287,7 @@ func TestNeverAcceptsSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 1500 * time.Millisecond})
+	_, err = c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 1500 * time.Millisecond, TrustOnFirstUse: true})
 	if err == nil || !strings.Contains(err.Error(), in.ID) || !strings.Contains(err.Error(), run.Address()) {
 		t.Fatalf("WaitSSH = %v, want an error naming %s and its address", err, in.ID)
 	}
@@ -559,7 +559,11 @@ func TestRealAWSLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 20 * time.Minute})
+	keys, err := c.HostKeysFromConsole(ctx, in.ID, 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 20 * time.Minute, HostKeys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,10 +631,10 @@ func TestOnlyLaunchKeyAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: other.PrivateKeyPEM, Within: 5 * time.Second}); err == nil {
+	if _, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: other.PrivateKeyPEM, Within: 5 * time.Second, TrustOnFirstUse: true}); err == nil {
 		t.Fatalf("WaitSSH with a key the launch did not name succeeded, want an authentication error")
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 5 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 5 * time.Second, TrustOnFirstUse: true})
 	if err != nil {
 		t.Fatalf("WaitSSH with the launch key: %v", err)
 	}

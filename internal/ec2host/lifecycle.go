@@ -83,9 +83,13 @@ type SSHOptions struct {
 	User       string // the image's login user (DefaultLoginUser), or root
 	Port       int    // default 22
 	PrivateKey []byte
-	// HostKey pins the host key; empty trusts the key the new instance
-	// presents on first contact (it cannot be known before boot).
-	HostKey string
+	// HostKeys are the fingerprints the instance's console printed
+	// (HostKeysFromConsole); the dial accepts only a key among them.
+	HostKeys []string
+	// TrustOnFirstUse, with no HostKeys, accepts whatever key answers at
+	// the address: nothing vouches for it, so a man in the middle would be
+	// pinned as readily as the instance.
+	TrustOnFirstUse bool
 	// UsePrivateIP dials the private address even if there is a public one.
 	UsePrivateIP bool
 	// Within is how long to keep retrying refused connections (metal
@@ -98,7 +102,9 @@ type SSHOptions struct {
 // WaitSSH dials the instance until sshd accepts the key, checks that the
 // login is a shell with root rights (stock images answer root with
 // cloud-init's "Please login as the user ..." and exit 142; a non-root
-// user needs passwordless sudo) and returns the connection.
+// user needs passwordless sudo) and returns the connection. A host key
+// outside HostKeys is a *remote.HostKeyError saying what the console
+// showed and what the server presented.
 func (c *Client) WaitSSH(ctx context.Context, in *Instance, o SSHOptions) (*remote.SSHExecutor, error) {
 	addr := in.Address()
 	if o.UsePrivateIP {
@@ -109,8 +115,11 @@ func (c *Client) WaitSSH(ctx context.Context, in *Instance, o SSHOptions) (*remo
 	}
 	cfg := remote.SSHConfig{
 		Host: addr, Port: o.Port, User: o.User, PrivateKey: o.PrivateKey,
-		HostKey: o.HostKey, TrustOnFirstUse: o.HostKey == "",
+		HostKeys: o.HostKeys, TrustOnFirstUse: o.TrustOnFirstUse && len(o.HostKeys) == 0,
 		ReachableWithin: o.Within, Bastion: o.Bastion,
+	}
+	if len(o.HostKeys) > 0 {
+		cfg.HostKeySource = "the console of instance " + in.ID
 	}
 	if cfg.ReachableWithin == 0 {
 		if dl, ok := ctx.Deadline(); ok {

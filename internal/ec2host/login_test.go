@@ -49,7 +49,7 @@ func TestStockImageLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "root", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
+	_, err = c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "root", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second, TrustOnFirstUse: true})
 	var le *ec2host.LoginRefusedError
 	if !errors.As(err, &le) {
 		t.Fatalf("WaitSSH as root on a stock image = %v, want a LoginRefusedError", err)
@@ -60,7 +60,7 @@ func TestStockImageLogin(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, `ssh_user = "admin"`) || !strings.Contains(msg, in.ID) {
 		t.Errorf("refusal message %q does not name the instance and the user to set", msg)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second, TrustOnFirstUse: true})
 	if err != nil {
 		t.Fatalf("WaitSSH as admin: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestCustomImageAdmitsRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "root", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second})
+	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{User: "root", PrivateKey: kp.PrivateKeyPEM, Within: 10 * time.Second, TrustOnFirstUse: true})
 	if err != nil {
 		t.Fatalf("WaitSSH as root on an image that admits root: %v", err)
 	}

@@ -61,3 +61,22 @@ func (s *Server) FailBoot(n int) {
 	defer s.mu.Unlock()
 	s.failBoot = n
 }
+
+// ConsoleSilent makes the next n launched instances boot without printing
+// their SSH host keys to the console, as an image without cloud-init (or
+// with ssh.emit_keys_to_console false) does: the boot log fills, the key
+// blocks never come.
+func (s *Server) ConsoleSilent(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consoleSilent = n
+}
+
+// ConsoleForgery makes the console of the next n launched instances show
+// a host key other than the one their sshd presents: what a client sees
+// when a man in the middle answers at the instance's address.
+func (s *Server) ConsoleForgery(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.consoleForged = n
+}

@@ -46,6 +46,7 @@ type instance struct {
 	powerOffAt                                                  time.Time // once user data ran
 	rootDevice                                                  string
 	volumes                                                     []Volume
+	console                                                     consoleKeys
 }
 
 // Volume is an EBS volume attached to an instance.
@@ -283,6 +284,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		return nil, errf(500, "InternalError", "An internal error has occurred (test host: %v)", err)
 	}
 	in.host, in.hostTB = h, htb
+	in.console = s.consoleKeysFor(h)
 
 	s.mu.Lock()
 	if s.closed {

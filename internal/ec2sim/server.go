@@ -42,6 +42,9 @@ type Options struct {
 	// H, I, M, R, T, Z) instances" quota (L-1216C47A) in vCPUs (default
 	// DefaultVCPUQuota; new AWS accounts often have 5 to 64).
 	VCPUQuota int
+	// ConsoleDelay is how long after running GetConsoleOutput stays
+	// empty before it shows the boot log (EC2: minutes; default 300ms).
+	ConsoleDelay time.Duration
 }
 
 // Server is a simulated EC2 region. Create it with New.
@@ -75,6 +78,8 @@ type Server struct {
 	failAfterRun  int
 	failBoot      int
 	denied        map[string]bool // action -> UnauthorizedOperation
+	consoleSilent int
+	consoleForged int
 	lastRunParams url.Values
 }
 
@@ -103,6 +108,7 @@ func New(t testing.TB, opts Options) *Server {
 	def(&opts.ShuttingDownDelay, 200*time.Millisecond)
 	def(&opts.StoppingDelay, 200*time.Millisecond)
 	def(&opts.TerminatedVisibleFor, time.Hour)
+	def(&opts.ConsoleDelay, 300*time.Millisecond)
 	if opts.Images == nil {
 		opts.Images = defaultImages()
 	}
@@ -184,6 +190,7 @@ var actions = map[string]func(s *Server, f url.Values, reqID string) (any, *apiE
 	"CreateSecurityGroup":           (*Server).createSecurityGroup,
 	"DeleteSecurityGroup":           (*Server).deleteSecurityGroup,
 	"AuthorizeSecurityGroupIngress": (*Server).authorizeIngress,
+	"GetConsoleOutput":              (*Server).getConsoleOutput,
 }
 
 // serve checks a request as EC2 would (throttling, signature, API

@@ -36,8 +36,16 @@ type SSHConfig struct {
 
 	// HostKey pins the host key: an authorized_keys-format line
 	// ("ssh-ed25519 AAAA...") or a fingerprint ("SHA256:..."). Empty is an
-	// error unless TrustOnFirstUse is set.
+	// error unless HostKeys is set or TrustOnFirstUse is.
 	HostKey string
+	// HostKeys pins a set of keys in the same forms, any one of which the
+	// host may present: a new instance prints all its key types on its
+	// console, and sshd presents only the one the client negotiates.
+	HostKeys []string
+	// HostKeySource says where the pinned keys were read, for the
+	// mismatch error (e.g. "the console of instance i-0abc"); empty
+	// reports them as pinned.
+	HostKeySource string
 	// TrustOnFirstUse accepts whatever key the host presents when HostKey
 	// is empty; the executor's HostKeyFingerprint reports it for recording.
 	TrustOnFirstUse bool
@@ -119,14 +127,19 @@ func (e *SSHExecutor) Close() error {
 }
 
 // HostKeyError is returned when the host presented a key other than the
-// pinned one. It is never retried.
+// pinned one(s). It is never retried.
 type HostKeyError struct {
 	Addr     string
-	Expected string
+	Expected string // the pinned fingerprint, several joined by " or "
 	Got      string
+	// Source is where the pinned keys came from (SSHConfig.HostKeySource).
+	Source string
 }
 
 func (e *HostKeyError) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("host key mismatch: %s showed %s but the server at %s presented %s", e.Source, e.Expected, e.Addr, e.Got)
+	}
 	return fmt.Sprintf("host key mismatch for %s: expected %s, host presented %s", e.Addr, e.Expected, e.Got)
 }
 
@@ -207,7 +220,11 @@ func dialWithRetry(ctx context.Context, cfg SSHConfig, bastion *SSHExecutor) (*S
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("ssh %s@%s: %w", cfg.User, cfg.addr(), pe.err)
 		}
-		lastErr = err
+		// An attempt the deadline cut short says only that time ran out;
+		// the attempt before it knows why the host did not answer.
+		if lastErr == nil || !cutShort(ctx, deadline, err) {
+			lastErr = err
+		}
 		wait := time.Duration(attempt) * 500 * time.Millisecond
 		if wait > 5*time.Second {
 			wait = 5 * time.Second
@@ -231,6 +248,15 @@ func dialWithRetry(ctx context.Context, cfg SSHConfig, bastion *SSHExecutor) (*S
 		within = fmt.Sprintf("%s (deadline %s)", time.Since(start).Round(time.Millisecond), deadline.Format(time.RFC3339))
 	}
 	return nil, fmt.Errorf("ssh %s@%s: not reachable within %s: %w", cfg.User, cfg.addr(), within, lastErr)
+}
+
+// cutShort reports whether a failed attempt ended because ctx was done
+// or the retry deadline passed, rather than because of the host.
+func cutShort(ctx context.Context, deadline time.Time, err error) bool {
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return false
+	}
+	return ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline))
 }
 
 func dialOnce(ctx context.Context, cfg SSHConfig, clientCfg *ssh.ClientConfig, bastion *SSHExecutor) (*ssh.Client, error) {
@@ -296,8 +322,13 @@ func authMethods(cfg SSHConfig) ([]ssh.AuthMethod, error) {
 }
 
 func hostKeyCallback(cfg SSHConfig, seen *string) (ssh.HostKeyCallback, error) {
-	pin := strings.TrimSpace(cfg.HostKey)
-	if pin == "" {
+	var pins []string
+	for _, p := range append([]string{cfg.HostKey}, cfg.HostKeys...) {
+		if p = strings.TrimSpace(p); p != "" {
+			pins = append(pins, p)
+		}
+	}
+	if len(pins) == 0 {
 		if !cfg.TrustOnFirstUse {
 			return nil, fmt.Errorf("ssh %s: no host key pinned (set HostKey, or TrustOnFirstUse to record it)", cfg.addr())
 		}
@@ -306,24 +337,40 @@ func hostKeyCallback(cfg SSHConfig, seen *string) (ssh.HostKeyCallback, error) {
 			return nil
 		}, nil
 	}
-	var want string
-	if strings.HasPrefix(pin, "SHA256:") {
-		want = strings.TrimRight(pin, "=")
-	} else {
-		key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(pin))
+	want := map[string]bool{}
+	var wantList []string
+	for _, pin := range pins {
+		fp, err := pinFingerprint(pin)
 		if err != nil {
 			return nil, fmt.Errorf("parse host key for %s: %w", cfg.addr(), err)
 		}
-		want = ssh.FingerprintSHA256(key)
+		if !want[fp] {
+			want[fp] = true
+			wantList = append(wantList, fp)
+		}
 	}
 	return func(_ string, _ net.Addr, key ssh.PublicKey) error {
 		got := ssh.FingerprintSHA256(key)
 		*seen = got
-		if got != want {
-			return &HostKeyError{Addr: cfg.addr(), Expected: want, Got: got}
+		if !want[got] {
+			return &HostKeyError{Addr: cfg.addr(), Expected: strings.Join(wantList, " or "), Got: got, Source: cfg.HostKeySource}
 		}
 		return nil
 	}, nil
+}
+
+// pinFingerprint is the SHA256 fingerprint a pin stands for: the pin
+// itself ("SHA256:...", padding dropped as ssh-keygen prints it) or that
+// of an authorized_keys-format key.
+func pinFingerprint(pin string) (string, error) {
+	if strings.HasPrefix(pin, "SHA256:") {
+		return strings.TrimRight(pin, "="), nil
+	}
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(pin))
+	if err != nil {
+		return "", err
+	}
+	return ssh.FingerprintSHA256(key), nil
 }
 
 func (e *SSHExecutor) keepalive() {
