@@ -278,11 +278,17 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if noSSH {
 		s.noSSH--
 	}
+	var slowSSH time.Duration
+	if !noSSH && s.slowSSH > 0 {
+		s.slowSSH--
+		slowSSH = s.slowSSHAfter
+	}
 	s.mu.Unlock()
 	var hopts []testhost.Option
-	if noSSH {
+	if noSSH || slowSSH > 0 {
 		hopts = append(hopts, testhost.WithoutSSHD())
-	} else if keyOK {
+	}
+	if !noSSH && keyOK {
 		hopts = append(hopts, testhost.WithAuthorizedKey(key.line))
 	}
 	h, htb, err := newHost(s.t, hopts...)
@@ -310,6 +316,9 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	}
 	if in.deadMan > 0 {
 		in.timers = append(in.timers, time.AfterFunc(in.deadMan, func() { s.instanceShutdown(in.id) }))
+	}
+	if slowSSH > 0 {
+		in.timers = append(in.timers, s.startSSHDAfter(in, slowSSH))
 	}
 	out := s.reservationLocked(in.reservation)
 	s.mu.Unlock()

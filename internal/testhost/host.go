@@ -184,6 +184,18 @@ func allocate(ipPath string) (int, error) {
 	return 0, fmt.Errorf("no free 10.200.N.0/24 subnet for a test host (stale pgbt-* namespaces? see ip netns list)")
 }
 
+// StartSSHD starts the sshd of a host made WithoutSSHD, as a slow boot
+// brings sshd up long after the machine got its address. Its cleanups are
+// t's, like those of New.
+func (h *Host) StartSSHD(t testing.TB) {
+	t.Helper()
+	ipPath := RequireCommand(t, "ip", "/usr/sbin", "/sbin")
+	if h.logPath != "" {
+		t.Fatalf("sshd of %s is already started", h.Namespace)
+	}
+	h.startSSHD(t, ipPath)
+}
+
 func (h *Host) startSSHD(t testing.TB, ipPath string) {
 	t.Helper()
 	hostPub, hostPriv, err := ed25519.GenerateKey(rand.Reader)
