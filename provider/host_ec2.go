@@ -237,7 +237,9 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 // The partial state also holds install_dir and timeouts, so that a destroy
 // after a failure finds everything. It reports whether the create may
 // continue with the shared path; false means the diagnostics say why.
-func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk.State, diags *diag.Diagnostics) bool {
+// j is the create's launch journal entry (host_ec2_journal.go), nil for
+// none: what a killed create left there is adopted or cleaned up first.
+func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJournal, state *tfsdk.State, diags *diag.Diagnostics) bool {
 	e := m.EC2
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
@@ -257,6 +259,10 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	}
 	token := ec2host.NewClientToken()
 	name := "pgbench-" + strings.TrimPrefix(token, "pgbench-")[:12]
+	adopted, ok := r.ec2Resume(ctx, c, j, e, token, diags)
+	if !ok {
+		return false
+	}
 
 	// What exists before the launch is undone here if the launch fails:
 	// no instance means no state.
@@ -272,12 +278,16 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	}
 	privateKey := e.PrivateKey.ValueString()
 	keyName := e.KeyName.ValueString()
+	if adopted != nil && keyName == "" {
+		keyName, privateKey = e.GeneratedKeyName.ValueString(), e.GeneratedPrivateKey.ValueString()
+	}
 	if keyName == "" {
 		kp, err := ec2host.GenerateKeyPair()
 		if err != nil {
 			diags.AddError("Key Generation Failed", err.Error())
 			return false
 		}
+		j.noteKey(name, string(kp.PrivateKeyPEM), diags)
 		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}); err != nil {
 			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
 			return false
@@ -287,7 +297,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
 	}
 	groups := listStrings(ctx, e.SecurityGroupIDs)
-	if cidrs := listStrings(ctx, e.SSHCIDRs); len(cidrs) > 0 {
+	if cidrs := listStrings(ctx, e.SSHCIDRs); len(cidrs) > 0 && adopted == nil {
 		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
 		if err != nil {
 			cleanup()
@@ -297,6 +307,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
 		groups = []string{sg}
 		e.TemporarySecurityGroupID = types.StringValue(sg)
+		j.note(e, diags)
 	}
 
 	owner := e.Owner.ValueString()
@@ -327,6 +338,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	// tainted resource whose destroy terminates it.
 	record := func(id string) {
 		e.InstanceID = types.StringValue(id)
+		j.note(e, diags)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("install_dir"), m.InstallDir)...)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("timeouts"), m.Timeouts)...)
@@ -338,7 +350,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("availability_zones"), "Availability Zone Skipped",
 			fmt.Sprintf("%s cannot launch %s now (%v); trying the next zone.", zone, spec.InstanceType, err))
 	}
-	in, err := c.Launch(ctx, spec)
+	in, err := launchOrAdopt(ctx, c, spec, adopted)
 	if err != nil {
 		var le *ec2host.LaunchedError
 		var ce *ec2host.CapacityError
@@ -403,6 +415,7 @@ func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	forgetLaunch(id)
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("EC2 Client Unavailable", err.Error())
