@@ -63,7 +63,9 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"and a power-off scheduled from user data at `max_lifetime` (a dead-man switch that stops the bill even " +
 			"when Terraform never comes back); it is tagged `managed-by = pgbench`, `owner` and `expires-at` so that " +
 			"`pgbench_ec2_sweep` can terminate orphans. Any failure after the launch leaves the instance in state " +
-			"(tainted), so the next apply or destroy terminates it. Every argument except `hourly_price_usd` and " +
+			"(tainted), so the next apply or destroy terminates it. An apply killed while the instance boots leaves a launch " +
+			"journal entry under the Terraform data directory (`.terraform/pgbench/launches`, or under `TF_DATA_DIR`): the next " +
+			"apply in the same directory adopts that instance instead of launching a second one. Every argument except `hourly_price_usd` and " +
 			"`poll_interval` replaces the instance.",
 		Validators: []validator.Object{
 			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
