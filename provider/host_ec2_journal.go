@@ -58,7 +58,10 @@ type launchJournal struct {
 	entry launchEntry
 	// leftover says the entry was written by a create that did not finish.
 	leftover bool
-	warned   bool
+	// keep makes release keep the entry: it still names what an earlier
+	// create left and this one could not settle.
+	keep   bool
+	warned bool
 	// unreadable are the entries of the same key that were skipped.
 	unreadable []error
 }
@@ -100,6 +103,10 @@ func identity(b *strings.Builder, prefix string, v reflect.Value) {
 			return
 		}
 		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		fmt.Fprintf(b, "%s=%v\n", prefix, v.Interface())
+		return
 	}
 	for i := 0; i < v.NumField(); i++ {
 		name := v.Type().Field(i).Tag.Get("tfsdk")
@@ -313,7 +320,7 @@ func (j *launchJournal) release(ctx context.Context) {
 	if j == nil {
 		return
 	}
-	if !errors.Is(ctx.Err(), context.Canceled) {
+	if !j.keep && !errors.Is(ctx.Err(), context.Canceled) {
 		os.Remove(j.path)
 	}
 	j.close()
@@ -357,6 +364,7 @@ func (r *hostResource) ec2Resume(ctx context.Context, c *ec2host.Client, j *laun
 	if j.leftover {
 		in, lc, err := r.findLeftover(ctx, c, j, e)
 		if err != nil {
+			j.keep = true
 			diags.AddError("Earlier Launch Not Found", fmt.Sprintf("An earlier apply that did not finish launched with client token %s (%s), "+
 				"but looking its instance up failed: %v. Apply again; the journal entry is kept so that no second instance is launched.",
 				j.entry.ClientToken, j.path, err))
@@ -369,6 +377,7 @@ func (r *hostResource) ec2Resume(ctx context.Context, c *ec2host.Client, j *laun
 			return in, true
 		}
 		if err := j.cleanUp(ctx, lc, in); err != nil {
+			j.keep = true
 			diags.AddError("Earlier Launch Not Cleaned Up", fmt.Sprintf("An earlier apply that did not finish left %v. Apply again to retry; "+
 				"the journal entry %s is kept.", err, j.path))
 			return nil, false

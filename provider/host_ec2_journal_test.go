@@ -6,9 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
 )
 
 // journalModel is a create of an ec2 host with the given type and install
@@ -180,5 +184,100 @@ func TestLaunchJournalTornAndUnreadable(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "k.json")); string(b) != "{\"client_tok" {
 		t.Errorf("unreadable entry now holds %q, want it untouched", b)
+	}
+}
+
+// resumeEnv is a simulated region with one launch as a killed create left
+// it: a key pair, a temporary group, an instance launched with token, and
+// the journal entry recording them (the instance id only if recordID).
+func resumeEnv(t *testing.T, token string, recordID bool) (*ec2sim.Server, *ec2host.Client, *launchJournal, string) {
+	t.Helper()
+	sim := ec2TestRegion(t)
+	ctx := context.Background()
+	c, err := ec2host.New(ctx, ec2host.Config{Region: sim.Region(), Endpoint: sim.URL, PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := ec2host.GenerateKeyPair()
+	if _, err := c.ImportKeyPair(ctx, "pgbench-old", kp.PublicKeyLine, nil); err != nil {
+		t.Fatal(err)
+	}
+	sg, err := c.CreateSSHSecurityGroup(ctx, "pgbench-old", "", []string{"10.200.0.0/16"}, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Launch(ctx, ec2host.Spec{InstanceType: "m6i.metal", ImageName: ec2TestImage, ImageOwners: []string{ec2TestOwner},
+		KeyName: "pgbench-old", SecurityGroupIDs: []string{sg}, ClientToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, err := claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diags diag.Diagnostics
+	if err := j.start(token, sim.Region()); err != nil {
+		t.Fatal(err)
+	}
+	j.noteKey("pgbench-old", string(kp.PrivateKeyPEM), &diags)
+	e := &ec2Model{TemporarySecurityGroupID: types.StringValue(sg)}
+	if recordID {
+		e.InstanceID = types.StringValue(in.ID)
+	}
+	j.note(e, &diags)
+	j.close() // the kill
+	if j, err = claimLaunch(dir, "k"); err != nil || !j.leftover {
+		t.Fatalf("claim after the kill = %+v, %v; want the leftover", j, err)
+	}
+	t.Cleanup(j.close)
+	return sim, c, j, in.ID
+}
+
+// TestEC2ResumeAdoptsByToken: killed before the instance id was recorded,
+// the next create still finds the instance by its client token and adopts
+// it with the entry's key pair and group.
+func TestEC2ResumeAdoptsByToken(t *testing.T) {
+	token := ec2host.NewClientToken()
+	sim, c, j, id := resumeEnv(t, token, false)
+	var diags diag.Diagnostics
+	e := &ec2Model{}
+	adopted, ok := (&hostResource{}).ec2Resume(context.Background(), c, j, e, ec2host.NewClientToken(), &diags)
+	if !ok || adopted == nil || adopted.ID != id {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want instance %s adopted", adopted, ok, diags, id)
+	}
+	if e.GeneratedKeyName.ValueString() != "pgbench-old" || e.GeneratedPrivateKey.ValueString() == "" || e.TemporarySecurityGroupID.IsNull() {
+		t.Errorf("adopted block = key %s, group %s; want the entry's key pair and group", e.GeneratedKeyName, e.TemporarySecurityGroupID)
+	}
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "Adopted instance "+id+" launched by an earlier apply that did not finish") {
+		t.Errorf("diagnostics = %v, want the adoption warning", diags)
+	}
+	if j.entry.ClientToken != token || len(sim.Instances()) != 1 {
+		t.Errorf("entry token %s, instances %d; want the old token %s kept and one instance", j.entry.ClientToken, len(sim.Instances()), token)
+	}
+}
+
+// TestEC2ResumeCleansUpGoneLaunch: when the killed create's instance is
+// gone, its key pair and group are deleted and the entry starts afresh.
+func TestEC2ResumeCleansUpGoneLaunch(t *testing.T) {
+	sim, c, j, id := resumeEnv(t, ec2host.NewClientToken(), true)
+	ctx := context.Background()
+	if err := c.Terminate(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var diags diag.Diagnostics
+	adopted, ok := (&hostResource{}).ec2Resume(ctx, c, j, &ec2Model{}, "pgbench-new", &diags)
+	if !ok || adopted != nil || diags.HasError() {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want nothing to adopt", adopted, ok, diags)
+	}
+	if k, g := sim.KeyPairs(), sim.SecurityGroups(); len(k)+len(g) != 0 {
+		t.Errorf("after resuming key pairs = %v, groups = %v; want the leftovers deleted", k, g)
+	}
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.leftover || !strings.Contains(string(b), `"pgbench-new"`) || strings.Contains(string(b), id) {
+		t.Errorf("entry after resuming = %s (leftover %v), want a fresh one with the new token", b, j.leftover)
 	}
 }
