@@ -69,8 +69,10 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"and a power-off scheduled from user data at `max_lifetime` (a dead-man switch that stops the bill even " +
 			"when Terraform never comes back); it is tagged `managed-by = pgbench`, `owner` and `expires-at` so that " +
 			"`pgbench_ec2_sweep` can terminate orphans. Any failure after the launch leaves the instance in state " +
-			"(tainted), so the next apply or destroy terminates it. Every argument except `hourly_price_usd`, " +
-			"`poll_interval` and `host_key_wait` replaces the instance.",
+			"(tainted), so the next apply or destroy terminates it. An apply killed while the instance boots leaves a launch " +
+			"journal entry under the Terraform data directory (`.terraform/pgbench/launches`, or under `TF_DATA_DIR`): the next " +
+			"apply in the same directory adopts that instance instead of launching a second one. Every argument except " +
+			"`hourly_price_usd`, `poll_interval` and `host_key_wait` replaces the instance.",
 		Validators: []validator.Object{
 			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
 			ec2ExactlyOne{"ami", "image"},
@@ -274,7 +276,9 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 // The partial state also holds install_dir and timeouts, so that a destroy
 // after a failure finds everything. It reports whether the create may
 // continue with the shared path; false means the diagnostics say why.
-func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk.State, diags *diag.Diagnostics) bool {
+// j is the create's launch journal entry (host_ec2_journal.go), nil for
+// none: what a killed create left there is adopted or cleaned up first.
+func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJournal, state *tfsdk.State, diags *diag.Diagnostics) bool {
 	e := m.EC2
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
@@ -294,7 +298,10 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	}
 	token := ec2host.NewClientToken()
 	name := "pgbench-" + strings.TrimPrefix(token, "pgbench-")[:12]
-
+	adopted, ok := r.ec2Resume(ctx, c, j, e, token, diags)
+	if !ok {
+		return false
+	}
 	owner, err := c.Owner(ctx, e.Owner.ValueString())
 	if err != nil {
 		tflog.Info(ctx, "owner tag is the host name: no caller identity", map[string]any{"error": err.Error()})
@@ -320,6 +327,10 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		spec.Name = n
 	}
 	privateKey := e.PrivateKey.ValueString()
+	if adopted != nil && spec.KeyName == "" {
+		// The earlier create's key pair, from its journal entry.
+		spec.KeyName, privateKey = e.GeneratedKeyName.ValueString(), e.GeneratedPrivateKey.ValueString()
+	}
 	var kp ec2host.KeyPair
 	if spec.KeyName == "" {
 		if kp, err = ec2host.GenerateKeyPair(); err != nil {
@@ -329,7 +340,9 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 	}
 	keyTags := map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}
 	cidrs := listStrings(ctx, e.SSHCIDRs)
-	if !ec2Preflight(ctx, c, e, spec, name, kp.PublicKeyLine, keyTags, len(cidrs) > 0, diags) {
+	makeGroup := len(cidrs) > 0 && adopted == nil
+	// An adopted instance exists already: nothing is launched or made.
+	if adopted == nil && !ec2Preflight(ctx, c, e, spec, name, kp.PublicKeyLine, keyTags, makeGroup, diags) {
 		return false
 	}
 
@@ -346,6 +359,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		}
 	}
 	if spec.KeyName == "" {
+		j.noteKey(name, string(kp.PrivateKeyPEM), diags)
 		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, keyTags); err != nil {
 			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
 			return false
@@ -354,7 +368,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		spec.KeyName, privateKey = name, string(kp.PrivateKeyPEM)
 		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
 	}
-	if len(cidrs) > 0 {
+	if makeGroup {
 		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
 		if err != nil {
 			cleanup()
@@ -364,12 +378,14 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
 		spec.SecurityGroupIDs = []string{sg}
 		e.TemporarySecurityGroupID = types.StringValue(sg)
+		j.note(e, diags)
 	}
 
 	// record puts the instance into state: from here on an error leaves a
 	// tainted resource whose destroy terminates it.
 	record := func(id string) {
 		e.InstanceID = types.StringValue(id)
+		j.note(e, diags)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("install_dir"), m.InstallDir)...)
 		diags.Append(state.SetAttribute(ctx, fwpath.Root("timeouts"), m.Timeouts)...)
@@ -381,7 +397,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, state *tfsdk
 		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("availability_zones"), "Availability Zone Skipped",
 			fmt.Sprintf("%s cannot launch %s now (%v); trying the next zone.", zone, spec.InstanceType, err))
 	}
-	in, err := c.Launch(ctx, spec)
+	in, err := launchOrAdopt(ctx, c, spec, adopted)
 	if err != nil {
 		var le *ec2host.LaunchedError
 		var ce *ec2host.CapacityError
@@ -535,6 +551,7 @@ func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	forgetLaunch(id)
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("EC2 Client Unavailable", err.Error())

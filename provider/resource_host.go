@@ -200,8 +200,14 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 	ctx, cancel, _ := hostContext(ctx, &m, true, &resp.Diagnostics)
 	defer cancel()
-	if m.EC2 != nil && !r.ec2Create(ctx, &m, &resp.State, &resp.Diagnostics) {
-		return
+	if m.EC2 != nil {
+		// The launch journal entry goes when this Create returns its
+		// state; only a killed apply leaves it for the next one.
+		j := claimEC2Launch(&m, &resp.Diagnostics)
+		defer j.release(ctx)
+		if !r.ec2Create(ctx, &m, j, &resp.State, &resp.Diagnostics) {
+			return
+		}
 	}
 	ex, err := m.connection().dial(ctx)
 	if err != nil {

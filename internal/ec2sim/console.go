@@ -39,9 +39,7 @@ func (s *Server) consoleKeysFor(h *testhost.Host) consoleKeys {
 	switch {
 	case silent:
 		return consoleKeys{silent: true}
-	case forged || h.HostKeyLine == "":
-		// An instance whose sshd never answers (NoSSH) still has host
-		// keys and prints them; none of the test host's sshd is to hand.
+	case forged:
 		return consoleKeys{keyLine: newKeyLine()}
 	}
 	return consoleKeys{keyLine: h.HostKeyLine}

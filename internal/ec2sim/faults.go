@@ -36,6 +36,15 @@ func (s *Server) NoSSH(n int) {
 	s.noSSH = n
 }
 
+// SlowSSH makes the next n launched instances boot slowly: they reach
+// running as usual, but their sshd starts only d after launch, as on a big
+// image whose boot takes minutes after EC2 reports it running.
+func (s *Server) SlowSSH(n int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slowSSH, s.slowSSHAfter = n, d
+}
+
 // SlowTermination makes instances terminated from now on stay
 // shutting-down for d.
 func (s *Server) SlowTermination(d time.Duration) {

@@ -270,13 +270,21 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if noSSH {
 		s.noSSH--
 	}
+	var slowSSH time.Duration
+	if !noSSH && s.slowSSH > 0 {
+		s.slowSSH--
+		slowSSH = s.slowSSHAfter
+	}
 	s.mu.Unlock()
 	var hopts []testhost.Option
-	if noSSH {
+	if noSSH || slowSSH > 0 {
 		hopts = append(hopts, testhost.WithoutSSHD())
-	} else if keyOK && img.LoginUser != "" {
+	}
+	switch {
+	case noSSH || !keyOK:
+	case img.LoginUser != "":
 		hopts = append(hopts, testhost.WithLoginUser(img.LoginUser, key.line))
-	} else if keyOK {
+	default:
 		hopts = append(hopts, testhost.WithAuthorizedKey(key.line))
 	}
 	h, htb, err := newHost(s.t, hopts...)
@@ -302,6 +310,9 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.bootFailed(in.id) }))
 	} else {
 		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.boot(in.id) }))
+	}
+	if slowSSH > 0 {
+		in.timers = append(in.timers, s.startSSHDAfter(in, slowSSH))
 	}
 	out := s.reservationLocked(in.reservation)
 	s.mu.Unlock()

@@ -74,6 +74,8 @@ type Server struct {
 	unsupported   map[string]bool // "type/zone" -> Unsupported
 	throttle      int
 	noSSH         int
+	slowSSH       int
+	slowSSHAfter  time.Duration
 	slowTerm      time.Duration
 	failAfterRun  int
 	failBoot      int

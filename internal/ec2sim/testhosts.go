@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -39,8 +40,21 @@ func (h *hostTB) Skip(a ...any)                   { h.fail(fmt.Sprint(a...)) }
 func (h *hostTB) SkipNow()                        { h.fail("test host skipped") }
 func (h *hostTB) Errorf(format string, a ...any)  { h.TB.Logf("ec2sim test host: "+format, a...) }
 func (h *hostTB) Error(a ...any)                  { h.TB.Log(append([]any{"ec2sim test host:"}, a...)...) }
-func (h *hostTB) Cleanup(f func())                { h.mu.Lock(); h.cleanups = append(h.cleanups, f); h.mu.Unlock() }
 func (h *hostTB) Logf(format string, args ...any) { h.TB.Logf(format, args...) }
+
+// Cleanup keeps f for the host's teardown; once the host is torn down, f
+// runs at once (an sshd started while the instance was terminating).
+func (h *hostTB) Cleanup(f func()) {
+	h.mu.Lock()
+	done := h.done
+	if !done {
+		h.cleanups = append(h.cleanups, f)
+	}
+	h.mu.Unlock()
+	if done {
+		f()
+	}
+}
 
 // TempDir gives a directory removed with the host rather than at the end
 // of the test, so the sshd's files outlive it no longer than it does.
@@ -87,4 +101,38 @@ func newHost(t testing.TB, opts ...testhost.Option) (*testhost.Host, *hostTB, er
 		return nil, nil, htb.err
 	}
 	return h, htb, nil
+}
+
+// startSSHDAfter starts the sshd of in's host, made without one, d after
+// launch (SlowSSH), unless the instance left pending and running by then.
+func (s *Server) startSSHDAfter(in *instance, d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() {
+		if !s.enter() {
+			return
+		}
+		defer s.wg.Done()
+		s.mu.Lock()
+		alive := in.state == Pending || in.state == Running
+		s.mu.Unlock()
+		if !alive {
+			return
+		}
+		if err := in.hostTB.run(func() { in.host.StartSSHD(in.hostTB) }); err != nil {
+			in.hostTB.TB.Logf("ec2sim: start sshd of %s: %v", in.id, err)
+		}
+	})
+}
+
+// run runs f, which may fail the host as testhost.New may, from a server
+// goroutine and returns the failure.
+func (h *hostTB) run(f func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
 }

@@ -42,6 +42,9 @@ type Host struct {
 	extraAuthz []string
 	loginUser  string
 	loginKey   string
+
+	hostKeyPEM    []byte
+	clientKeyLine string
 }
 
 type options struct {
@@ -166,6 +169,7 @@ func New(t testing.TB, opts ...Option) *Host {
 			t.Fatalf("ip %s: %v: %s", strings.Join(s, " "), err, out)
 		}
 	}
+	h.makeKeys(t)
 	if o.sshd {
 		h.startSSHD(t, ipPath)
 	}
@@ -205,7 +209,22 @@ func allocate(ipPath string) (int, error) {
 	return 0, fmt.Errorf("no free 10.200.N.0/24 subnet for a test host (stale pgbt-* namespaces? see ip netns list)")
 }
 
-func (h *Host) startSSHD(t testing.TB, ipPath string) {
+// StartSSHD starts the sshd of a host made WithoutSSHD, as a slow boot
+// brings sshd up long after the machine got its address. Its cleanups are
+// t's, like those of New.
+func (h *Host) StartSSHD(t testing.TB) {
+	t.Helper()
+	ipPath := RequireCommand(t, "ip", "/usr/sbin", "/sbin")
+	if h.logPath != "" {
+		t.Fatalf("sshd of %s is already started", h.Namespace)
+	}
+	h.startSSHD(t, ipPath)
+}
+
+// makeKeys draws the host's keys: its host key exists from the first boot
+// on, before any sshd runs (cloud-init prints it to the console then), and
+// the client key the test logs in with.
+func (h *Host) makeKeys(t testing.TB) {
 	t.Helper()
 	hostPub, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -215,17 +234,21 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 	if err != nil {
 		t.Fatalf("generate client key: %v", err)
 	}
-	hostKeyPEM := marshalKey(t, hostPriv)
+	h.hostKeyPEM = marshalKey(t, hostPriv)
 	h.ClientKeyPEM = marshalKey(t, clientPriv)
 	hpk, _ := ssh.NewPublicKey(hostPub)
 	cpk, _ := ssh.NewPublicKey(clientPub)
 	h.HostKeyLine = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hpk)))
 	h.HostKeyFingerprint = ssh.FingerprintSHA256(hpk)
+	h.clientKeyLine = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(cpk)))
+}
 
+func (h *Host) startSSHD(t testing.TB, ipPath string) {
+	t.Helper()
 	hostKeyFile := filepath.Join(h.Dir, "ssh_host_ed25519_key")
 	var authKeys string
 	cfgFile := filepath.Join(h.Dir, "sshd_config")
-	write(t, hostKeyFile, hostKeyPEM, 0o600)
+	write(t, hostKeyFile, h.hostKeyPEM, 0o600)
 	// sshd reads a user's keys as that user: the keys live in a directory
 	// every account can traverse, each file owned by its user.
 	keysDir, err := os.MkdirTemp("", "pgbt-keys-")
@@ -237,7 +260,7 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 		t.Fatalf("chmod %s: %v", keysDir, err)
 	}
 	authKeys = filepath.Join(keysDir, "authorized_keys.%u")
-	for u, lines := range h.authorizedKeys(strings.TrimSpace(string(ssh.MarshalAuthorizedKey(cpk)))) {
+	for u, lines := range h.authorizedKeys(h.clientKeyLine) {
 		p := filepath.Join(keysDir, "authorized_keys."+u)
 		write(t, p, []byte(lines), 0o600)
 		if u != "root" {

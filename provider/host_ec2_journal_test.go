@@ -1,0 +1,283 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
+)
+
+// journalModel is a create of an ec2 host with the given type and install
+// directory.
+func journalModel(typ, dir string) *hostModel {
+	return &hostModel{InstallDir: types.StringValue(dir), EC2: &ec2Model{
+		InstanceType: types.StringValue(typ), SSHUser: types.StringValue("root"), MaxLifetime: types.StringValue("12h"),
+		PollInterval: types.StringValue("15s"), InstanceID: types.StringUnknown(),
+		Image: &ec2ImageModel{Name: types.StringValue("debian-12-amd64-*")},
+	}}
+}
+
+func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
+	base := launchKey(journalModel("m6i.metal", "/opt/pgbench"))
+	if got := launchKey(journalModel("m6i.metal", "/opt/pgbench")); got != base {
+		t.Errorf("key of the same create = %s, want %s", got, base)
+	}
+	inPlace := journalModel("m6i.metal", "/opt/pgbench")
+	inPlace.EC2.PollInterval, inPlace.EC2.HourlyPriceUSD = types.StringValue("1s"), types.Float64Value(9)
+	if got := launchKey(inPlace); got != base {
+		t.Errorf("key with other poll_interval and hourly_price_usd (in-place arguments) = %s, want %s", got, base)
+	}
+	image := journalModel("m6i.metal", "/opt/pgbench")
+	image.EC2.Image.Name = types.StringValue("ubuntu-*")
+	for name, m := range map[string]*hostModel{
+		"instance_type": journalModel("r8i.metal-96xl", "/opt/pgbench"),
+		"install_dir":   journalModel("m6i.metal", "/srv/pgbench"),
+		"image.name":    image,
+	} {
+		if got := launchKey(m); got == base {
+			t.Errorf("key with another %s = %s, the same as the original's", name, got)
+		}
+	}
+}
+
+// TestLaunchJournal follows the entries of two identical creates (count =
+// 2) through a kill and the next apply: each claims its own entry, the
+// entries are private, a cancelled create keeps its entry, and a finished
+// one removes it.
+func TestLaunchJournal(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("TF_DATA_DIR", data)
+	dir := launchJournalDir()
+	if want := filepath.Join(data, "pgbench", "launches"); dir != want {
+		t.Fatalf("journal directory = %s, want %s (under TF_DATA_DIR)", dir, want)
+	}
+	var diags diag.Diagnostics
+	key := launchKey(journalModel("m6i.metal", "/opt/pgbench"))
+
+	a := claimEC2Launch(journalModel("m6i.metal", "/opt/pgbench"), &diags)
+	b := claimEC2Launch(journalModel("m6i.metal", "/opt/pgbench"), &diags)
+	if a == nil || b == nil || diags.HasError() || len(diags) != 0 {
+		t.Fatalf("claims = %v, %v with %v; want two entries without diagnostics", a, b, diags)
+	}
+	if want := filepath.Join(dir, key+".json"); a.path != want {
+		t.Errorf("first claim = %s, want %s", a.path, want)
+	}
+	if want := filepath.Join(dir, key+"-1.json"); b.path != want {
+		t.Errorf("second claim while the first is held = %s, want %s", b.path, want)
+	}
+	if a.leftover || b.leftover {
+		t.Errorf("fresh claims say leftover: %v, %v", a.leftover, b.leftover)
+	}
+	if err := a.start("pgbench-tok-a", "us-east-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.start("pgbench-tok-b", "us-east-2"); err != nil {
+		t.Fatal(err)
+	}
+	a.noteKey("pgbench-a", "PRIVATE KEY A", &diags)
+	a.note(&ec2Model{GeneratedKeyName: types.StringValue("pgbench-a"), GeneratedPrivateKey: types.StringValue("PRIVATE KEY A"),
+		TemporarySecurityGroupID: types.StringValue("sg-0a"), InstanceID: types.StringValue("i-0a")}, &diags)
+	for _, j := range []*launchJournal{a, b} {
+		fi, err := os.Stat(j.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, want 0600 (it holds a private key)", j.path, fi.Mode().Perm())
+		}
+	}
+
+	// The apply is killed: a's create is cancelled, b's provider dies.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.release(cancelled)
+	b.close()
+	if _, err := os.Stat(a.path); err != nil {
+		t.Fatalf("entry of a cancelled create: %v, want it kept for the next apply", err)
+	}
+
+	// The next apply: each create takes over one leftover.
+	a2 := claimEC2Launch(journalModel("m6i.metal", "/opt/pgbench"), &diags)
+	b2 := claimEC2Launch(journalModel("m6i.metal", "/opt/pgbench"), &diags)
+	c2 := claimEC2Launch(journalModel("m6i.metal", "/opt/pgbench"), &diags)
+	if a2 == nil || b2 == nil || c2 == nil {
+		t.Fatalf("claims after the kill = %v, %v, %v; %v", a2, b2, c2, diags)
+	}
+	if !a2.leftover || a2.entry.ClientToken != "pgbench-tok-a" || a2.entry.InstanceID != "i-0a" || a2.entry.SecurityGroupID != "sg-0a" ||
+		a2.entry.KeyName != "pgbench-a" || a2.entry.PrivateKey != "PRIVATE KEY A" {
+		t.Errorf("first claim after the kill = %+v (leftover %v), want a's record", a2.entry, a2.leftover)
+	}
+	if !b2.leftover || b2.entry.ClientToken != "pgbench-tok-b" {
+		t.Errorf("second claim after the kill = %+v (leftover %v), want b's record", b2.entry, b2.leftover)
+	}
+	if c2.leftover || c2.path != filepath.Join(dir, key+"-2.json") {
+		t.Errorf("third claim = %s (leftover %v), want a fresh %s-2.json", c2.path, c2.leftover, key)
+	}
+	for _, j := range []*launchJournal{a2, b2, c2} {
+		j.release(context.Background())
+		if _, err := os.Stat(j.path); !os.IsNotExist(err) {
+			t.Errorf("entry %s after its create finished: %v, want removed", j.path, err)
+		}
+	}
+}
+
+// TestLaunchJournalLeftoverFirst: a leftover in a later slot is claimed
+// before a free first slot, so an apply that re-creates only the second
+// of two hosts adopts the second's instance.
+func TestLaunchJournalLeftoverFirst(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := claimLaunch(dir, "k")
+	b, _ := claimLaunch(dir, "k")
+	if err := b.start("pgbench-tok-b", "us-east-2"); err != nil {
+		t.Fatal(err)
+	}
+	a.release(context.Background())
+	b.close()
+	got, err := claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.close()
+	if !got.leftover || got.entry.ClientToken != "pgbench-tok-b" || filepath.Base(got.path) != "k-1.json" {
+		t.Errorf("claim = %s %+v (leftover %v), want the leftover k-1.json", got.path, got.entry, got.leftover)
+	}
+}
+
+// TestLaunchJournalTornAndUnreadable: a record followed by the tail of an
+// older, longer one (a kill between write and truncate) still reads; an
+// entry that cannot be read is skipped and reported, never reused.
+func TestLaunchJournalTornAndUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	torn := `{"client_token": "pgbench-tok", "region": "us-east-2", "instance_id": "i-0t"}` + "\n" + `ey": "stale"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "k.json"), []byte(torn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.leftover || j.entry.InstanceID != "i-0t" {
+		t.Errorf("torn entry read as %+v (leftover %v), want instance i-0t", j.entry, j.leftover)
+	}
+	j.release(context.Background())
+
+	if err := os.WriteFile(filepath.Join(dir, "k.json"), []byte("{\"client_tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err = claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	if j.leftover || filepath.Base(j.path) != "k-1.json" || len(j.unreadable) != 1 ||
+		!strings.Contains(j.unreadable[0].Error(), filepath.Join(dir, "k.json")) {
+		t.Errorf("claim beside an unreadable entry = %s (leftover %v, unreadable %v), want a fresh k-1.json naming k.json",
+			j.path, j.leftover, j.unreadable)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "k.json")); string(b) != "{\"client_tok" {
+		t.Errorf("unreadable entry now holds %q, want it untouched", b)
+	}
+}
+
+// resumeEnv is a simulated region with one launch as a killed create left
+// it: a key pair, a temporary group, an instance launched with token, and
+// the journal entry recording them (the instance id only if recordID).
+func resumeEnv(t *testing.T, token string, recordID bool) (*ec2sim.Server, *ec2host.Client, *launchJournal, string) {
+	t.Helper()
+	sim := ec2TestRegion(t)
+	ctx := context.Background()
+	c, err := ec2host.New(ctx, ec2host.Config{Region: sim.Region(), Endpoint: sim.URL, PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := ec2host.GenerateKeyPair()
+	if _, err := c.ImportKeyPair(ctx, "pgbench-old", kp.PublicKeyLine, nil); err != nil {
+		t.Fatal(err)
+	}
+	sg, err := c.CreateSSHSecurityGroup(ctx, "pgbench-old", "", []string{"10.200.0.0/16"}, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Launch(ctx, ec2host.Spec{InstanceType: "m6i.metal", ImageName: ec2TestImage, ImageOwners: []string{ec2TestOwner},
+		KeyName: "pgbench-old", SecurityGroupIDs: []string{sg}, ClientToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, err := claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diags diag.Diagnostics
+	if err := j.start(token, sim.Region()); err != nil {
+		t.Fatal(err)
+	}
+	j.noteKey("pgbench-old", string(kp.PrivateKeyPEM), &diags)
+	e := &ec2Model{TemporarySecurityGroupID: types.StringValue(sg)}
+	if recordID {
+		e.InstanceID = types.StringValue(in.ID)
+	}
+	j.note(e, &diags)
+	j.close() // the kill
+	if j, err = claimLaunch(dir, "k"); err != nil || !j.leftover {
+		t.Fatalf("claim after the kill = %+v, %v; want the leftover", j, err)
+	}
+	t.Cleanup(j.close)
+	return sim, c, j, in.ID
+}
+
+// TestEC2ResumeAdoptsByToken: killed before the instance id was recorded,
+// the next create still finds the instance by its client token and adopts
+// it with the entry's key pair and group.
+func TestEC2ResumeAdoptsByToken(t *testing.T) {
+	token := ec2host.NewClientToken()
+	sim, c, j, id := resumeEnv(t, token, false)
+	var diags diag.Diagnostics
+	e := &ec2Model{}
+	adopted, ok := (&hostResource{}).ec2Resume(context.Background(), c, j, e, ec2host.NewClientToken(), &diags)
+	if !ok || adopted == nil || adopted.ID != id {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want instance %s adopted", adopted, ok, diags, id)
+	}
+	if e.GeneratedKeyName.ValueString() != "pgbench-old" || e.GeneratedPrivateKey.ValueString() == "" || e.TemporarySecurityGroupID.IsNull() {
+		t.Errorf("adopted block = key %s, group %s; want the entry's key pair and group", e.GeneratedKeyName, e.TemporarySecurityGroupID)
+	}
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "Adopted instance "+id+" launched by an earlier apply that did not finish") {
+		t.Errorf("diagnostics = %v, want the adoption warning", diags)
+	}
+	if j.entry.ClientToken != token || len(sim.Instances()) != 1 {
+		t.Errorf("entry token %s, instances %d; want the old token %s kept and one instance", j.entry.ClientToken, len(sim.Instances()), token)
+	}
+}
+
+// TestEC2ResumeCleansUpGoneLaunch: when the killed create's instance is
+// gone, its key pair and group are deleted and the entry starts afresh.
+func TestEC2ResumeCleansUpGoneLaunch(t *testing.T) {
+	sim, c, j, id := resumeEnv(t, ec2host.NewClientToken(), true)
+	ctx := context.Background()
+	if err := c.Terminate(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var diags diag.Diagnostics
+	adopted, ok := (&hostResource{}).ec2Resume(ctx, c, j, &ec2Model{}, "pgbench-new", &diags)
+	if !ok || adopted != nil || diags.HasError() {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want nothing to adopt", adopted, ok, diags)
+	}
+	if k, g := sim.KeyPairs(), sim.SecurityGroups(); len(k)+len(g) != 0 {
+		t.Errorf("after resuming key pairs = %v, groups = %v; want the leftovers deleted", k, g)
+	}
+	b, err := os.ReadFile(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.leftover || !strings.Contains(string(b), `"pgbench-new"`) || strings.Contains(string(b), id) {
+		t.Errorf("entry after resuming = %s (leftover %v), want a fresh one with the new token", b, j.leftover)
+	}
+}
