@@ -64,10 +64,18 @@ func TestSlowSSH(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 500 * time.Millisecond}); err == nil {
+	// The host keys exist from the first boot, before sshd runs: the
+	// console shows the key the late sshd presents.
+	keys, err := c.HostKeysFromConsole(ctx, in.ID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := ec2host.SSHOptions{User: "admin", PrivateKey: kp.PrivateKeyPEM, HostKeys: keys, Within: 500 * time.Millisecond}
+	if _, err := c.WaitSSH(ctx, run, opts); err == nil {
 		t.Fatalf("ssh to %s accepted %s after launch, want refused until %s", in.ID, time.Since(start), delay)
 	}
-	ex, err := c.WaitSSH(ctx, run, ec2host.SSHOptions{PrivateKey: kp.PrivateKeyPEM, Within: 20 * time.Second})
+	opts.Within = 20 * time.Second
+	ex, err := c.WaitSSH(ctx, run, opts)
 	if err != nil {
 		t.Fatalf("ssh after the slow boot: %v", err)
 	}
