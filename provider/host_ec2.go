@@ -461,7 +461,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 	switch {
 	case errors.As(err, &refused) || errors.As(err, &nosudo):
 		diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "EC2 Login Refused", fmt.Sprintf("%v. Instance %s is in state and tainted: "+
-			"the next apply replaces it and `terraform destroy` terminates it.", err, in.ID))
+			"the next apply replaces it and `terraform destroy` terminates it (its dead-man switch also terminates it at %s).", err, in.ID, e.ExpiresAt.ValueString()))
 		return false
 	case errors.As(err, &hk):
 		return after("EC2 Host Key Mismatch", fmt.Sprintf("%v. Connecting was refused before anything was sent: the server at the instance's address is "+

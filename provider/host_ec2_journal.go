@@ -71,24 +71,44 @@ type launchJournal struct {
 // of the working directory, $TF_DATA_DIR or else .terraform in the
 // provider's working directory, which Terraform sets to the root module's.
 func launchJournalDir() string {
-	dir := os.Getenv("TF_DATA_DIR")
-	if dir == "" {
-		dir = ".terraform"
+	return filepath.Join(tfDataDir(), "pgbench", "launches")
+}
+
+func tfDataDir() string {
+	if dir := os.Getenv("TF_DATA_DIR"); dir != "" {
+		return dir
 	}
-	return filepath.Join(dir, "pgbench", "launches")
+	return ".terraform"
+}
+
+// tfWorkspace is the Terraform workspace the create runs in: TF_WORKSPACE,
+// else the one `terraform workspace select` wrote into the data directory.
+// Workspaces share the data directory, and one workspace's instance is
+// never another's to adopt.
+func tfWorkspace() string {
+	if ws := os.Getenv("TF_WORKSPACE"); ws != "" {
+		return ws
+	}
+	if b, err := os.ReadFile(filepath.Join(tfDataDir(), "environment")); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
 }
 
 // launchIgnored are the ec2 arguments that change in place, so a create's
 // identity leaves them out; every other argument replaces the instance.
-var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true}
+// (TestLaunchIgnoredAreInPlace keeps the list and the schema in step.)
+var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true, "host_key_wait": true}
 
-// launchKey names the entries of a create: a hash of its install_dir and
-// of every argument of its ec2 block that replaces the instance. It holds
+// launchKey names the entries of a create: a hash of its workspace, its
+// install_dir and every argument of its ec2 block that replaces the
+// instance. It holds
 // no random value, so the apply after a kill computes the same key.
 // Computed attributes are unknown (or null) in every create's plan and
 // hash alike.
 func launchKey(m *hostModel) string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "workspace=%s\n", tfWorkspace())
 	fmt.Fprintf(&b, "install_dir=%s\n", m.InstallDir.String())
 	identity(&b, "ec2", reflect.ValueOf(m.EC2))
 	sum := sha256.Sum256([]byte(b.String()))

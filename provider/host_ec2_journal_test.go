@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
@@ -32,8 +33,28 @@ func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
 	}
 	inPlace := journalModel("m6i.metal", "/opt/pgbench")
 	inPlace.EC2.PollInterval, inPlace.EC2.HourlyPriceUSD = types.StringValue("1s"), types.Float64Value(9)
+	inPlace.EC2.HostKeyWait = types.StringValue("30m")
 	if got := launchKey(inPlace); got != base {
-		t.Errorf("key with other poll_interval and hourly_price_usd (in-place arguments) = %s, want %s", got, base)
+		t.Errorf("key with other poll_interval, hourly_price_usd and host_key_wait (in-place arguments) = %s, want %s", got, base)
+	}
+	// Workspaces share the data directory; their instances are their own.
+	data := t.TempDir()
+	t.Setenv("TF_DATA_DIR", data)
+	t.Setenv("TF_WORKSPACE", "")
+	if got := launchKey(journalModel("m6i.metal", "/opt/pgbench")); got != base {
+		t.Errorf("key in the default workspace under another data directory = %s, want %s", got, base)
+	}
+	if err := os.WriteFile(filepath.Join(data, "environment"), []byte("staging"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staging := launchKey(journalModel("m6i.metal", "/opt/pgbench"))
+	if staging == base {
+		t.Errorf("key in workspace staging = the default workspace's %s", base)
+	}
+	t.Setenv("TF_WORKSPACE", "staging")
+	os.Remove(filepath.Join(data, "environment"))
+	if got := launchKey(journalModel("m6i.metal", "/opt/pgbench")); got != staging {
+		t.Errorf("key with TF_WORKSPACE=staging = %s, want the selected workspace's %s", got, staging)
 	}
 	image := journalModel("m6i.metal", "/opt/pgbench")
 	image.EC2.Image.Name = types.StringValue("ubuntu-*")
@@ -279,5 +300,55 @@ func TestEC2ResumeCleansUpGoneLaunch(t *testing.T) {
 	}
 	if j.leftover || !strings.Contains(string(b), `"pgbench-new"`) || strings.Contains(string(b), id) {
 		t.Errorf("entry after resuming = %s (leftover %v), want a fresh one with the new token", b, j.leftover)
+	}
+}
+
+// TestLaunchIgnoredAreInPlace: the arguments a create's identity leaves
+// out are exactly the ec2 arguments that change in place; one that
+// replaces the instance but were left out would let a create adopt an
+// instance of another configuration, and an in-place one left in would
+// launch a second instance after a kill and a change of it.
+func TestLaunchIgnoredAreInPlace(t *testing.T) {
+	replaces := func(a schema.Attribute) (bool, bool) {
+		var descs []string
+		switch a := a.(type) {
+		case schema.StringAttribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
+		case schema.ListAttribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
+		case schema.MapAttribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
+		case schema.Float64Attribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
+		default:
+			return false, false
+		}
+		for _, d := range descs {
+			if strings.Contains(d, "destroy and recreate") || strings.Contains(d, "replaces the instance") {
+				return true, true
+			}
+		}
+		return false, true
+	}
+	for name, a := range ec2BlockSchema().Attributes {
+		if !a.IsOptional() && !a.IsRequired() {
+			continue // computed only: never an argument
+		}
+		r, known := replaces(a)
+		if !known {
+			t.Errorf("argument %s has a type this test does not read", name)
+			continue
+		}
+		if r == launchIgnored[name] {
+			t.Errorf("argument %s: replaces the instance = %v, left out of the launch key = %v; want exactly the in-place ones left out", name, r, launchIgnored[name])
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -475,10 +476,28 @@ func TestDeadManUserData(t *testing.T) {
 	ud := ec2host.DeadManUserData(12*time.Hour, time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	for _, want := range []string{"#!/bin/sh\n", "expires-at: 2026-12-02T12:00:00Z", "\nexpires=1796212800\n",
 		"left=$(( expires - $(date +%s) ))", `[ "$left" -ge 60 ] || left=60`, `--on-active="${left}s"`,
-		"shutdown -P +$(( (left + 59) / 60 ))"} {
+		"shutdown -P +$(( (left + 59) / 60 ))",
+		// Re-armed at every boot: a transient timer ends with the boot.
+		"cat > /usr/local/sbin/pgbench-dead-man <<'SCRIPT'\n", "ExecStart=/usr/local/sbin/pgbench-dead-man\n",
+		"WantedBy=multi-user.target\n", "systemctl enable pgbench-dead-man-boot.service\n", "\n/usr/local/sbin/pgbench-dead-man\n"} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user data lacks %q:\n%s", want, ud)
 		}
+	}
+	// The shell reads it, the script it writes included.
+	f := filepath.Join(t.TempDir(), "user-data")
+	if err := os.WriteFile(f, []byte(ud), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-n", f).CombinedOutput(); err != nil {
+		t.Errorf("sh -n: %v: %s\n%s", err, out, ud)
+	}
+	inner := ud[strings.Index(ud, "<<'SCRIPT'\n")+len("<<'SCRIPT'\n") : strings.Index(ud, "\nSCRIPT\n")]
+	if err := os.WriteFile(f, []byte(inner), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-n", f).CombinedOutput(); err != nil {
+		t.Errorf("sh -n of the boot script: %v: %s\n%s", err, out, inner)
 	}
 }
 

@@ -144,15 +144,20 @@ func (e *LaunchedError) Unwrap() error { return e.Err }
 // runs (minutes after the launch on metal), so the power-off fires when
 // the tag says, not max_lifetime after boot. It waits at least a minute
 // (maxLifetime if shorter): systemd-run refuses a timer of zero or less,
-// and an instance booting past its expiry must still power off. shutdown
-// is the fallback on images without systemd.
+// and an instance booting past its expiry must still power off. A
+// systemd-run timer lasts until the next boot and user data runs once per
+// instance, so the arming script is kept on disk and a unit runs it again
+// at every boot. shutdown is the fallback on images without systemd.
 func DeadManUserData(maxLifetime time.Duration, expiresAt time.Time) string {
 	floor := min(int64(maxLifetime/time.Second), 60)
 	floor = max(floor, 1)
 	return fmt.Sprintf(`#!/bin/sh
 # pgbench dead-man switch: power off (= terminate) at expires-at,
-# whatever happens to the Terraform run that launched this instance.
+# whatever happens to the Terraform run that launched this instance,
+# armed now and again at every boot until then.
 # expires-at: %s
+cat > %s <<'SCRIPT'
+#!/bin/sh
 expires=%d
 left=$(( expires - $(date +%%s) ))
 [ "$left" -ge %d ] || left=%d
@@ -161,8 +166,33 @@ if command -v systemd-run >/dev/null 2>&1; then
 else
   shutdown -P +$(( (left + 59) / 60 ))
 fi
-`, expiresAt.UTC().Format(time.RFC3339), expiresAt.Unix(), floor, floor)
+SCRIPT
+chmod 755 %s
+if [ -d /run/systemd/system ]; then
+  cat > /etc/systemd/system/%s <<'UNIT'
+[Unit]
+Description=pgbench dead-man switch: arm the power-off at expires-at
+
+[Service]
+Type=oneshot
+ExecStart=%s
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl enable %s
+fi
+%s
+`, expiresAt.UTC().Format(time.RFC3339), deadManScript, expiresAt.Unix(), floor, floor, deadManScript,
+		deadManBootUnit, deadManScript, deadManBootUnit, deadManScript)
 }
+
+// Where the dead-man script and the unit that re-arms it at boot live on
+// the instance.
+const (
+	deadManScript   = "/usr/local/sbin/pgbench-dead-man"
+	deadManBootUnit = "pgbench-dead-man-boot.service"
+)
 
 // NewClientToken draws a random client token.
 func NewClientToken() string {
