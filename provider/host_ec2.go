@@ -415,7 +415,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 			// EC2 refuses the quota before it creates anything.
 			cleanup()
 			at, summary := ec2ErrorAt(err, e)
-			diags.AddAttributeError(at, summary, fmt.Sprintf("%v. No instance was launched; the key pair and security group made for it were deleted.", err))
+			diags.AddAttributeError(at, summary, fmt.Sprintf("%v. No instance was launched; what the create made for it (a generated key pair, a temporary security group) was deleted.", err))
 			return false
 		case !e.InstanceID.IsNull():
 			// Created anyway and terminated by Launch: it stays in state

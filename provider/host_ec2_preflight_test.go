@@ -46,7 +46,7 @@ func TestAccEC2Preflight(t *testing.T) {
 			[4]int{1, 0, 0, 1}},
 		{"quota unchecked, launch refused", ec2sim.Options{VCPUQuota: 64}, "GetServiceQuota",
 			`(?s)EC2 vCPU Quota Exceeded.*instance_type\s+=\s+"r8i\.metal-96xl".*384\s+vCPUs.*limit\s+of\s+64\s+vCPUs.*L-1216C47A.*` +
-				`Service\s+Quotas.*VcpuLimitExceeded.*No\s+instance\s+was\s+launched;\s+the\s+key\s+pair\s+and\s+security\s+group\s+made\s+for\s+it\s+were\s+deleted`,
+				`Service\s+Quotas.*VcpuLimitExceeded.*No\s+instance\s+was\s+launched;\s+what\s+the\s+create\s+made\s+for\s+it\s+\(a\s+generated\s+key\s+pair,\s+a\s+temporary\s+security\s+group\)\s+was\s+deleted`,
 			[4]int{2, 2, 2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
