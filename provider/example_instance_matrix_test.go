@@ -46,7 +46,7 @@ func TestAccEC2ExampleInstanceMatrix(t *testing.T) {
 	}
 	types := []string{"m6i.metal", "r8i.metal-96xl"}
 	vars, _ := json.Marshal(map[string]any{
-		"aws_endpoint": sim.URL, "instance_types": types, "ssh_cidrs": []string{"10.200.0.0/16"},
+		"aws_endpoint": sim.URL, "aws_servicequotas_endpoint": sim.URL, "instance_types": types, "ssh_cidrs": []string{"10.200.0.0/16"},
 		"install_dir": abTempDir(t), "poll_interval": "100ms", "system_bin_dir": abPGBin,
 		"shared_buffers": "32MB", "scale": 1, "clients": []int{2}, "duration": "1s", "warmup": "1s", "iterations": 3,
 	})

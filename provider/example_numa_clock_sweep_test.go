@@ -28,18 +28,19 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 	// The example names its provider by its registry address.
 	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "pgbench-tf")
 	vars := config.Variables{
-		"aws_endpoint":   config.StringVariable(sim.URL),
-		"ssh_cidrs":      config.ListVariable(config.StringVariable("10.200.0.0/16")),
-		"install_dir":    config.StringVariable(abTempDir(t)),
-		"poll_interval":  config.StringVariable("100ms"),
-		"system_bin_dir": config.StringVariable(abPGBin),
-		"hugepages":      config.IntegerVariable(48),
-		"shared_buffers": config.StringVariable("32MB"),
-		"scale":          config.IntegerVariable(1),
-		"clients":        config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
-		"duration":       config.StringVariable("1s"),
-		"warmup":         config.StringVariable("1s"),
-		"iterations":     config.IntegerVariable(2),
+		"aws_endpoint":               config.StringVariable(sim.URL),
+		"aws_servicequotas_endpoint": config.StringVariable(sim.URL),
+		"ssh_cidrs":                  config.ListVariable(config.StringVariable("10.200.0.0/16")),
+		"install_dir":                config.StringVariable(abTempDir(t)),
+		"poll_interval":              config.StringVariable("100ms"),
+		"system_bin_dir":             config.StringVariable(abPGBin),
+		"hugepages":                  config.IntegerVariable(48),
+		"shared_buffers":             config.StringVariable("32MB"),
+		"scale":                      config.IntegerVariable(1),
+		"clients":                    config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
+		"duration":                   config.StringVariable("1s"),
+		"warmup":                     config.StringVariable("1s"),
+		"iterations":                 config.IntegerVariable(2),
 	}
 	// The example leaves local_dir at its default: the reports come home,
 	// over SSH, into pgbench-results/<id> in the working directory.

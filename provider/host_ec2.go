@@ -251,7 +251,7 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 		return nil, errors.New("the provider is not configured")
 	}
 	a := data.aws
-	cfg := ec2host.Config{Region: a.Region, Endpoint: a.Endpoint, STSEndpoint: a.STSEndpoint, Profile: a.Profile,
+	cfg := ec2host.Config{Region: a.Region, Endpoint: a.Endpoint, STSEndpoint: a.STSEndpoint, ServiceQuotasEndpoint: a.ServiceQuotasEndpoint, Profile: a.Profile,
 		SharedConfigFiles: a.SharedConfigFiles, SharedCredentialsFiles: a.SharedCredentialsFiles, AssumeRole: a.AssumeRole, Now: data.now}
 	if region != "" {
 		cfg.Region = region
@@ -401,6 +401,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 	if err != nil {
 		var le *ec2host.LaunchedError
 		var ce *ec2host.CapacityError
+		var ve *ec2host.VCPULimitError
 		switch {
 		case errors.As(err, &le) && le.TerminateErr != nil:
 			// Recorded through OnLaunched: the destroy terminates it.
@@ -409,6 +410,12 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		case errors.As(err, &ce):
 			cleanup()
 			diags.AddAttributeError(fwpath.Root("ec2").AtName("availability_zones"), "No EC2 Capacity", err.Error()+".")
+			return false
+		case errors.As(err, &ve):
+			// EC2 refuses the quota before it creates anything.
+			cleanup()
+			at, summary := ec2ErrorAt(err, e)
+			diags.AddAttributeError(at, summary, fmt.Sprintf("%v. No instance was launched; what the create made for it (a generated key pair, a temporary security group) was deleted.", err))
 			return false
 		case !e.InstanceID.IsNull():
 			// Created anyway and terminated by Launch: it stays in state
@@ -482,11 +489,16 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 // ec2Preflight asks EC2, with DryRun, whether the create's calls would
 // succeed before any of them is made (spec as it stands without the
 // generated key pair and the temporary security group; their import and
-// creation are tried when they will be made). A refusal is an error
-// diagnostic on the attribute at fault, and nothing exists to undo.
+// creation are tried when they will be made), and Service Quotas whether
+// the vCPU quota leaves room. A refusal is an error diagnostic on the
+// attribute at fault, and nothing exists to undo; a quota that could not
+// be read is a warning, and the create goes on.
 func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2host.Spec, name, publicKey string,
 	keyTags map[string]string, makeGroup bool, diags *diag.Diagnostics) bool {
-	err := c.Preflight(ctx, spec)
+	unchecked, err := c.Preflight(ctx, spec)
+	if unchecked != nil {
+		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("instance_type"), "EC2 vCPU Quota Not Checked", unchecked.Error()+".")
+	}
 	if err == nil && spec.KeyName == "" {
 		err = c.PreflightKeyPair(ctx, name, publicKey, keyTags)
 	}
@@ -496,24 +508,31 @@ func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2h
 	if err == nil {
 		return true
 	}
-	var pe *ec2host.PermissionError
-	var ve *ec2host.VCPULimitError
-	at, summary := fwpath.Root("ec2"), "EC2 Preflight Failed"
-	switch {
-	case errors.As(err, &pe):
-		summary = "EC2 Permission Missing"
-	case errors.As(err, &ve):
-		at, summary = at.AtName("instance_type"), "EC2 vCPU Quota Exceeded"
-	case errors.Is(err, ec2host.ErrUnknownInstanceType):
-		at, summary = at.AtName("instance_type"), "Unknown Instance Type"
-	case errors.Is(err, ec2host.ErrNoImage) && !e.AMI.IsNull():
-		at, summary = at.AtName("ami"), "EC2 Image Not Found"
-	case errors.Is(err, ec2host.ErrNoImage):
-		at, summary = at.AtName("image"), "EC2 Image Not Found"
-	}
+	at, summary := ec2ErrorAt(err, e)
 	diags.AddAttributeError(at, summary, fmt.Sprintf("%v. Nothing was created: the check ran before any key pair, "+
 		"security group or instance.", err))
 	return false
+}
+
+// ec2ErrorAt is the attribute at fault and the summary for an error that
+// refuses a launch (the preflight's, or the launch's vCPU quota).
+func ec2ErrorAt(err error, e *ec2Model) (fwpath.Path, string) {
+	var pe *ec2host.PermissionError
+	var ve *ec2host.VCPULimitError
+	at := fwpath.Root("ec2")
+	switch {
+	case errors.As(err, &pe):
+		return at, "EC2 Permission Missing"
+	case errors.As(err, &ve):
+		return at.AtName("instance_type"), "EC2 vCPU Quota Exceeded"
+	case errors.Is(err, ec2host.ErrUnknownInstanceType):
+		return at.AtName("instance_type"), "Unknown Instance Type"
+	case errors.Is(err, ec2host.ErrNoImage) && !e.AMI.IsNull():
+		return at.AtName("ami"), "EC2 Image Not Found"
+	case errors.Is(err, ec2host.ErrNoImage):
+		return at.AtName("image"), "EC2 Image Not Found"
+	}
+	return at, "EC2 Preflight Failed"
 }
 
 // ec2HostKeys returns the host keys to pin for instance id as its

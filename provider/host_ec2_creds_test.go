@@ -20,7 +20,7 @@ const ec2TestRoleARN = "arn:aws:iam::123456789012:role/pgbench-ci"
 // the provider's aws block body given and no owner set, so the tests see
 // where the credentials and the owner tag come from.
 func ec2CredsConfig(sim *ec2sim.Server, dir, awsBody string, names ...string) string {
-	cfg := fmt.Sprintf("provider \"pgbench\" {\n  aws {\n    endpoint = %q\n%s\n  }\n}\n", sim.URL, awsBody)
+	cfg := fmt.Sprintf("provider \"pgbench\" {\n  aws {\n    endpoint = %q\n    servicequotas_endpoint = %q\n%s\n  }\n}\n", sim.URL, sim.URL, awsBody)
 	for _, n := range names {
 		cfg += fmt.Sprintf(`
 resource "pgbench_host" %q {

@@ -51,11 +51,12 @@ func ec2ProviderBlock(sim *ec2sim.Server) string {
 	return fmt.Sprintf(`
 provider "pgbench" {
   aws {
-    endpoint = %q
-    region   = "us-east-2"
+    endpoint               = %q
+    servicequotas_endpoint = %q
+    region                 = "us-east-2"
   }
 }
-`, sim.URL)
+`, sim.URL, sim.URL)
 }
 
 // ec2HostConfig is an ec2 host in the simulated region; body goes into the

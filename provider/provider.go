@@ -50,6 +50,7 @@ type awsConfig struct {
 	Profile                string
 	Endpoint               string
 	STSEndpoint            string
+	ServiceQuotasEndpoint  string
 	SharedConfigFiles      []string
 	SharedCredentialsFiles []string
 	AssumeRole             *ec2host.AssumeRole
@@ -149,6 +150,11 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 						MarkdownDescription: "Override of the STS API endpoint URL (used by `assume_role` and to find the `owner` tag), " +
 							"for testing or a private (VPC) endpoint.",
 					},
+					"servicequotas_endpoint": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Override of the Service Quotas API endpoint URL (the create's preflight reads the " +
+							"On-Demand vCPU quota there), for testing or a private (VPC) endpoint.",
+					},
 					"shared_config_files": schema.ListAttribute{
 						ElementType:         types.StringType,
 						Optional:            true,
@@ -188,6 +194,7 @@ type awsModel struct {
 	SharedConfigFiles      types.List       `tfsdk:"shared_config_files"`
 	SharedCredentialsFiles types.List       `tfsdk:"shared_credentials_files"`
 	STSEndpoint            types.String     `tfsdk:"sts_endpoint"`
+	ServiceQuotasEndpoint  types.String     `tfsdk:"servicequotas_endpoint"`
 	AssumeRole             *assumeRoleModel `tfsdk:"assume_role"`
 }
 
@@ -234,6 +241,7 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 		data.aws.Profile = cfg.AWS.Profile.ValueString()
 		data.aws.Endpoint = cfg.AWS.Endpoint.ValueString()
 		data.aws.STSEndpoint = cfg.AWS.STSEndpoint.ValueString()
+		data.aws.ServiceQuotasEndpoint = cfg.AWS.ServiceQuotasEndpoint.ValueString()
 		data.aws.AssumeRole = cfg.AWS.AssumeRole.assumeRole()
 		resp.Diagnostics.Append(cfg.AWS.SharedConfigFiles.ElementsAs(ctx, &data.aws.SharedConfigFiles, false)...)
 		resp.Diagnostics.Append(cfg.AWS.SharedCredentialsFiles.ElementsAs(ctx, &data.aws.SharedCredentialsFiles, false)...)

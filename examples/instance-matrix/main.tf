@@ -33,6 +33,12 @@ variable "aws_endpoint" {
   default     = null
 }
 
+variable "aws_servicequotas_endpoint" {
+  description = "Service Quotas endpoint override (a VPC endpoint, or a test server), where the vCPU quota is read."
+  type        = string
+  default     = null
+}
+
 variable "instance_types" {
   description = "Instance types to compare the variants on, one instance each."
   type        = set(string)
@@ -142,8 +148,9 @@ variable "iterations" {
 
 provider "pgbench" {
   aws {
-    region   = var.region
-    endpoint = var.aws_endpoint
+    region                 = var.region
+    endpoint               = var.aws_endpoint
+    servicequotas_endpoint = var.aws_servicequotas_endpoint
   }
 }
 

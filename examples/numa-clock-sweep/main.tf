@@ -34,6 +34,12 @@ variable "aws_endpoint" {
   default     = null
 }
 
+variable "aws_servicequotas_endpoint" {
+  description = "Service Quotas endpoint override (a VPC endpoint, or a test server), where the vCPU quota is read."
+  type        = string
+  default     = null
+}
+
 variable "instance_type" {
   description = "Instance type: r8i.metal-96xl for the real run, m6i.metal for a cheaper rehearsal."
   type        = string
@@ -161,8 +167,9 @@ variable "server_numa" {
 
 provider "pgbench" {
   aws {
-    region   = var.region
-    endpoint = var.aws_endpoint
+    region                 = var.region
+    endpoint               = var.aws_endpoint
+    servicequotas_endpoint = var.aws_servicequotas_endpoint
   }
 }
 

@@ -8,7 +8,7 @@
 //
 //	c, _ := ec2host.New(ctx, ec2host.Config{Region: "us-east-2"})
 //	kp, _ := ec2host.GenerateKeyPair()          // unless key_name is given
-//	err := c.Preflight(ctx, spec)               // DryRuns: nothing exists yet
+//	unchecked, err := c.Preflight(ctx, spec)    // DryRuns and the vCPU quota: nothing exists yet
 //	err = c.PreflightKeyPair(ctx, name, kp.PublicKeyLine, nil)
 //	err = c.PreflightSecurityGroup(ctx, name, vpc)
 //	c.ImportKeyPair(ctx, name, kp.PublicKeyLine, nil)
@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 )
@@ -45,9 +46,11 @@ import (
 // Config says how to reach EC2 and how patiently.
 type Config struct {
 	Region string
-	// Endpoint overrides the EC2 endpoint (tests: an ec2sim URL), and
-	// STSEndpoint the STS one (AssumeRole, GetCallerIdentity).
-	Endpoint, STSEndpoint string
+	// Endpoint overrides the EC2 endpoint (tests: an ec2sim URL),
+	// STSEndpoint the STS one (AssumeRole, GetCallerIdentity), and
+	// ServiceQuotasEndpoint the Service Quotas one (the preflight's
+	// vCPU quota).
+	Endpoint, STSEndpoint, ServiceQuotasEndpoint string
 	// AccessKeyID and SecretAccessKey (and SessionToken) give static
 	// credentials; empty means the SDK's default chain (environment,
 	// shared files, profile, container and instance roles).
@@ -83,6 +86,7 @@ type Config struct {
 type Client struct {
 	ec2           *ec2.Client
 	sts           *sts.Client
+	quotas        *servicequotas.Client
 	region        string
 	poll          time.Duration
 	notFoundGrace time.Duration
@@ -165,6 +169,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			if cfg.Endpoint != "" {
 				o.BaseEndpoint = aws.String(cfg.Endpoint)
 			}
+		}),
+		quotas: servicequotas.NewFromConfig(awsCfg, func(o *servicequotas.Options) {
+			if cfg.ServiceQuotasEndpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.ServiceQuotasEndpoint)
+			}
+			// The quota check is advice (quotaTimeout): a second try
+			// is enough before the create goes on without it.
+			o.RetryMaxAttempts = min(maxAttempts, 2)
 		}),
 		region: awsCfg.Region,
 		poll:   cfg.PollInterval, notFoundGrace: cfg.NotFoundGrace, now: cfg.Now,

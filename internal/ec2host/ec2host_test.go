@@ -35,7 +35,7 @@ func env(t *testing.T, opts ec2sim.Options) (*ec2sim.Server, *ec2host.Client) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	sim := ec2sim.New(t, opts)
 	c, err := ec2host.New(context.Background(), ec2host.Config{
-		Region: sim.Region(), Endpoint: sim.URL,
+		Region: sim.Region(), Endpoint: sim.URL, ServiceQuotasEndpoint: sim.URL,
 		AccessKeyID: "AKIDPGBENCHTEST", SecretAccessKey: "pgbench-test-secret",
 		MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond,
 	})

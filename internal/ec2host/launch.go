@@ -241,6 +241,11 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 			}
 			continue
 		}
+		if errorCode(err) == "VcpuLimitExceeded" {
+			// EC2 refuses the quota (HTTP 400) before it creates
+			// anything: there is no instance to look for.
+			return nil, fmt.Errorf("launch: %w", c.vcpuLimitError(ctx, spec.InstanceType, err))
+		}
 		return nil, c.afterFailedRun(ctx, spec, *in.ClientToken, zone, err)
 	}
 	return nil, capErr

@@ -225,19 +225,22 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 			return nil, err
 		}
 	}
-	quotaErr := s.vcpuQuotaLocked(typ)
 	s.mu.Unlock()
-	if quotaErr != nil {
-		return nil, quotaErr
-	}
 	userData, behavior, perr := runOptions(f)
 	if perr != nil {
 		return nil, perr
 	}
-	// A DryRun checks the request and the account, not the placement:
-	// capacity and a zone's offer are only known at launch.
+	// A DryRun checks permissions and parameters, not what a launch
+	// would allocate: the vCPU quota, capacity and a zone's offer are
+	// only checked at launch.
 	if dry {
 		return nil, errDryRun()
+	}
+	s.mu.Lock()
+	quotaErr := s.vcpuQuotaLocked(typ)
+	s.mu.Unlock()
+	if quotaErr != nil {
+		return nil, quotaErr
 	}
 	if unsup {
 		return nil, errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", typ, zone, strings.Join(others, ", "))

@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/url"
-	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2quota"
 )
 
 // What a launch can be refused for before anything exists: IAM
-// permissions (Deny), the account's vCPU quota (Options.VCPUQuota), and
-// the answer to a DryRun request that would have succeeded.
+// permissions (Deny), the account's vCPU quota (Options.VCPUQuota, at a
+// real launch only), and the answer to a DryRun request that would have
+// succeeded.
 
 // DefaultVCPUQuota is the "Running On-Demand Standard (A, C, D, H, I, M,
 // R, T, Z) instances" quota of a region whose Options name none: three
@@ -18,7 +20,8 @@ const DefaultVCPUQuota = 1152
 
 // Deny makes every later request of action (e.g. "RunInstances") fail as
 // EC2 does when the caller's IAM policy does not allow it: HTTP 403
-// UnauthorizedOperation, DryRun or not.
+// UnauthorizedOperation, DryRun or not. Denying "GetServiceQuota" makes
+// Service Quotas answer AccessDeniedException (HTTP 400), as it does.
 func (s *Server) Deny(action string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,30 +64,37 @@ func errDryRun() *apiError {
 	return errf(412, "DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
 }
 
-// standardFamily reports whether an instance type counts against the
-// Standard (A, C, D, H, I, M, R, T, Z) On-Demand vCPU quota; the other
-// families (F, G, P, X, ...) have quotas of their own.
-func standardFamily(typ string) bool {
-	return typ != "" && strings.ContainsRune("acdhimrtz", rune(typ[0]))
+// quotaValue is the value of an On-Demand vCPU quota in vCPUs:
+// Options.VCPUQuota for the standard bucket, DefaultVCPUQuota for the
+// others (the catalogue has no type of theirs). GetServiceQuota answers
+// it and a launch is held to it.
+func (s *Server) quotaValue(code string) int {
+	if code == ec2quota.StandardCode {
+		return s.opts.VCPUQuota
+	}
+	return DefaultVCPUQuota
 }
 
 // vcpuQuotaLocked refuses a launch of typ that would take the vCPUs of the
-// account's pending and running standard instances over the quota, with
-// EC2's VcpuLimitExceeded.
+// account's pending and running instances of typ's quota bucket over the
+// quota, with EC2's VcpuLimitExceeded. Only a real launch is checked: a
+// DryRun allocates nothing, so EC2 does not check account limits for it.
 func (s *Server) vcpuQuotaLocked(typ string) *apiError {
-	if !standardFamily(typ) {
+	q, ok := ec2quota.For(typ)
+	if !ok {
 		return nil
 	}
 	used := instanceTypes[typ].VCPUInfo.DefaultVCPUs
 	for _, in := range s.instances {
-		if (in.state == Pending || in.state == Running) && standardFamily(in.typ) {
+		if iq, _ := ec2quota.For(in.typ); (in.state == Pending || in.state == Running) && iq.Code == q.Code {
 			used += instanceTypes[in.typ].VCPUInfo.DefaultVCPUs
 		}
 	}
-	if used <= s.opts.VCPUQuota {
+	limit := s.quotaValue(q.Code)
+	if used <= limit {
 		return nil
 	}
 	return errf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows "+
 		"for the instance bucket that the specified instance type belongs to. Please visit "+
-		"http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.", s.opts.VCPUQuota)
+		"http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.", limit)
 }

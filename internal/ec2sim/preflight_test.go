@@ -173,39 +173,51 @@ func TestDeny(t *testing.T) {
 
 // TestVCPUQuota: a launch whose vCPUs, with those of the pending and
 // running standard instances, exceed the quota fails with
-// VcpuLimitExceeded, DryRun or not; terminated instances free theirs.
+// VcpuLimitExceeded; a DryRun, which allocates nothing, is not checked
+// against the quota, as on EC2; terminated instances free their vCPUs.
 func TestVCPUQuota(t *testing.T) {
 	sim := ec2sim.New(t, ec2sim.Options{VCPUQuota: 10})
 	c := client(t, sim)
 	ctx := context.Background()
 	want := "You have requested more vCPU capacity than your current vCPU limit of 10 allows for the instance bucket that the " +
 		"specified instance type belongs to. Please visit http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit."
-	for _, dry := range []bool{true, false} {
-		_, err := c.RunInstances(ctx, run(func(in *ec2.RunInstancesInput) { in.InstanceType = "r8i.metal-96xl"; in.DryRun = aws.Bool(dry) }))
-		if status, code, msg := answer(err); status != 400 || code != "VcpuLimitExceeded" || msg != want {
-			t.Errorf("r8i.metal-96xl under a 10-vCPU quota (DryRun %v) = %d %s %q, want 400 VcpuLimitExceeded %q", dry, status, code, msg, want)
-		}
+	metal := func(in *ec2.RunInstancesInput) { in.InstanceType = "r8i.metal-96xl" }
+	if _, err := c.RunInstances(ctx, run(metal)); code(err) != "DryRunOperation" {
+		t.Errorf("DryRun of r8i.metal-96xl under a 10-vCPU quota = %v, want DryRunOperation (a DryRun checks no limits)", err)
 	}
-	out, err := c.RunInstances(ctx, run(func(in *ec2.RunInstancesInput) { in.DryRun = nil })) // 8 vCPUs
+	_, err := c.RunInstances(ctx, run(func(in *ec2.RunInstancesInput) { metal(in); in.DryRun = nil }))
+	if status, code, msg := answer(err); status != 400 || code != "VcpuLimitExceeded" || msg != want {
+		t.Errorf("r8i.metal-96xl under a 10-vCPU quota = %d %s %q, want 400 VcpuLimitExceeded %q", status, code, msg, want)
+	}
+	real := func(typ string) func(*ec2.RunInstancesInput) {
+		return func(in *ec2.RunInstancesInput) { in.InstanceType = types.InstanceType(typ); in.DryRun = nil }
+	}
+	out, err := c.RunInstances(ctx, run(real("m7i.2xlarge"))) // 8 vCPUs
 	if err != nil {
 		t.Fatalf("m7i.2xlarge (8 of 10 vCPUs): %v", err)
 	}
-	_, err = c.RunInstances(ctx, run(func(in *ec2.RunInstancesInput) { in.InstanceType = "c6i.large" })) // 8+2
-	if _, code, _ := answer(err); code != "DryRunOperation" {
-		t.Errorf("c6i.large with 8 of 10 vCPUs used = %v, want DryRunOperation", err)
+	if _, err := c.RunInstances(ctx, run(nil)); code(err) != "DryRunOperation" {
+		t.Errorf("DryRun of a second m7i.2xlarge with 8 of 10 vCPUs used = %v, want DryRunOperation", err)
 	}
-	_, err = c.RunInstances(ctx, run(nil)) // 8+8
-	if _, code, _ := answer(err); code != "VcpuLimitExceeded" {
+	if _, err = c.RunInstances(ctx, run(real("m7i.2xlarge"))); code(err) != "VcpuLimitExceeded" { // 8+8
 		t.Errorf("a second m7i.2xlarge with 8 of 10 vCPUs used = %v, want VcpuLimitExceeded", err)
 	}
-	id := aws.ToString(out.Instances[0].InstanceId)
-	if _, err := c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
-		t.Fatal(err)
+	if got := len(sim.Instances()); got != 1 {
+		t.Errorf("instances = %d, want the 1 within the quota", got)
 	}
-	waitState(t, sim, id, ec2sim.Terminated)
-	_, err = c.RunInstances(ctx, run(nil))
-	if _, code, _ := answer(err); code != "DryRunOperation" {
-		t.Errorf("m7i.2xlarge after the first terminated = %v, want DryRunOperation", err)
+	small, err := c.RunInstances(ctx, run(real("c6i.large"))) // 8+2
+	if err != nil {
+		t.Fatalf("c6i.large with 8 of 10 vCPUs used: %v", err)
+	}
+	for _, o := range []*ec2.RunInstancesOutput{out, small} {
+		id := aws.ToString(o.Instances[0].InstanceId)
+		if _, err := c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, sim, id, ec2sim.Terminated)
+	}
+	if _, err := c.RunInstances(ctx, run(real("m7i.2xlarge"))); err != nil {
+		t.Errorf("m7i.2xlarge after the others terminated = %v, want a launch", err)
 	}
 }
 

@@ -5,8 +5,9 @@
 // instance that is launched is a real test host (a network namespace
 // running sshd, see internal/testhost) that admits the launch's key pair,
 // and terminating the instance tears that host down. The same URL answers
-// STS's AssumeRole and GetCallerIdentity, and the server records which
-// access key signed each request (see sts.go).
+// STS's AssumeRole and GetCallerIdentity (see sts.go) and Service Quotas'
+// GetServiceQuota (servicequotas.go), and the server records which access
+// key signed each request.
 package ec2sim
 
 import (
@@ -205,10 +206,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	action := r.Form.Get("Action")
 	scope, signed := parseAuthorization(r.Header.Get("Authorization"))
+	sq := isServiceQuotas(scope, signed, r)
+	if sq {
+		action = sqOperation(r)
+	}
 	s.mu.Lock()
 	s.calls[action]++
 	s.signers[action] = append(s.signers[action], scope.accessKeyID)
 	s.mu.Unlock()
+	if sq {
+		s.serveServiceQuotas(w, r, reqID, scope, signed)
+		return
+	}
 	if isSTS(scope, signed, r.Form) {
 		s.serveSTS(w, r, reqID, scope, signed)
 		return
