@@ -369,6 +369,7 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
 	}
 	if makeGroup {
+		j.noteGroup(name, e.VPCID.ValueString(), diags)
 		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
 		if err != nil {
 			cleanup()

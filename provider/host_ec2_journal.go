@@ -41,13 +41,17 @@ const launchSlots = 64
 
 // launchEntry is what the journal keeps of one create.
 type launchEntry struct {
-	ClientToken     string    `json:"client_token"`
-	Region          string    `json:"region"`
-	KeyName         string    `json:"key_name,omitempty"`
-	PrivateKey      string    `json:"private_key,omitempty"`
-	SecurityGroupID string    `json:"security_group_id,omitempty"`
-	InstanceID      string    `json:"instance_id,omitempty"`
-	Started         time.Time `json:"started"`
+	ClientToken     string `json:"client_token"`
+	Region          string `json:"region"`
+	KeyName         string `json:"key_name,omitempty"`
+	PrivateKey      string `json:"private_key,omitempty"`
+	SecurityGroupID string `json:"security_group_id,omitempty"`
+	// SecurityGroupName and SecurityGroupVPC name the group a create is
+	// about to make, before EC2 gives it an id.
+	SecurityGroupName string    `json:"security_group_name,omitempty"`
+	SecurityGroupVPC  string    `json:"security_group_vpc,omitempty"`
+	InstanceID        string    `json:"instance_id,omitempty"`
+	Started           time.Time `json:"started"`
 }
 
 // launchJournal is one claimed entry; its file stays open and flocked
@@ -305,6 +309,16 @@ func (j *launchJournal) noteKey(name, privateKey string, diags *diag.Diagnostics
 	j.saveOrWarn(diags)
 }
 
+// noteGroup records the security group a create is about to make, before
+// CreateSecurityGroup, so that a kill during it leaves its name behind.
+func (j *launchJournal) noteGroup(name, vpcID string, diags *diag.Diagnostics) {
+	if j == nil {
+		return
+	}
+	j.entry.SecurityGroupName, j.entry.SecurityGroupVPC = name, vpcID
+	j.saveOrWarn(diags)
+}
+
 // note records what the create has made so far, from the ec2 block's
 // computed values.
 func (j *launchJournal) note(e *ec2Model, diags *diag.Diagnostics) {
@@ -372,6 +386,17 @@ func claimEC2Launch(m *hostModel, diags *diag.Diagnostics) *launchJournal {
 	return j
 }
 
+// adoptMargin is how much of its life an instance must have left to be
+// adopted: a quarter of max_lifetime, at most 30 minutes. An instance
+// about to power itself off would fail the campaigns that follow.
+func adoptMargin(e *ec2Model) time.Duration {
+	life, err := time.ParseDuration(e.MaxLifetime.ValueString())
+	if err != nil || life <= 0 {
+		life = ec2host.DefaultMaxLifetime
+	}
+	return min(life/4, 30*time.Minute)
+}
+
 // ec2Resume settles what a killed create left in j before this create
 // launches anything. It returns the instance to adopt, pending or running,
 // with e's key pair and group filled in from the entry; or nil when there
@@ -391,7 +416,14 @@ func (r *hostResource) ec2Resume(ctx context.Context, c *ec2host.Client, j *laun
 				j.entry.ClientToken, j.path, err))
 			return nil, false
 		}
-		if in != nil && lc == c && (in.State == "pending" || in.State == "running") {
+		live := in != nil && lc == c && (in.State == "pending" || in.State == "running")
+		if margin := adoptMargin(e); live && !in.ExpiresAt.IsZero() && time.Until(in.ExpiresAt) < margin {
+			diags.AddWarning("EC2 Instance Not Adopted", fmt.Sprintf("Instance %s, launched by an earlier apply that did not finish, "+
+				"powers itself off at %s, in less than %s: too soon to be of use. It is terminated and a new instance launched.",
+				in.ID, in.ExpiresAt.UTC().Format(time.RFC3339), margin))
+			live = false
+		}
+		if live {
 			j.adopt(e)
 			diags.AddWarning("EC2 Instance Adopted", fmt.Sprintf("Adopted instance %s launched by an earlier apply that did not finish "+
 				"(launch journal %s); it is waited for as a new launch would be.", in.ID, j.path))
@@ -449,7 +481,16 @@ func (j *launchJournal) cleanUp(ctx context.Context, c *ec2host.Client, in *ec2h
 			return fmt.Errorf("instance %s, which could not be terminated: %w", in.ID, err)
 		}
 	}
-	if sg := j.entry.SecurityGroupID; sg != "" {
+	sg := j.entry.SecurityGroupID
+	if sg == "" && j.entry.SecurityGroupName != "" {
+		// Killed inside CreateSecurityGroup: the group may exist.
+		id, err := c.FindSecurityGroup(ctx, j.entry.SecurityGroupName, j.entry.SecurityGroupVPC)
+		if err != nil {
+			return fmt.Errorf("security group %s, which could not be looked up: %w", j.entry.SecurityGroupName, err)
+		}
+		sg = id
+	}
+	if sg != "" {
 		if err := c.DeleteSecurityGroup(ctx, sg); err != nil {
 			return fmt.Errorf("security group %s, which could not be deleted: %w", sg, err)
 		}

@@ -211,7 +211,7 @@ func TestLaunchJournalTornAndUnreadable(t *testing.T) {
 // resumeEnv is a simulated region with one launch as a killed create left
 // it: a key pair, a temporary group, an instance launched with token, and
 // the journal entry recording them (the instance id only if recordID).
-func resumeEnv(t *testing.T, token string, recordID bool) (*ec2sim.Server, *ec2host.Client, *launchJournal, string) {
+func resumeEnv(t *testing.T, token string, recordID bool, lifetime time.Duration) (*ec2sim.Server, *ec2host.Client, *launchJournal, string) {
 	t.Helper()
 	sim := ec2TestRegion(t)
 	ctx := context.Background()
@@ -228,7 +228,7 @@ func resumeEnv(t *testing.T, token string, recordID bool) (*ec2sim.Server, *ec2h
 		t.Fatal(err)
 	}
 	in, err := c.Launch(ctx, ec2host.Spec{InstanceType: "m6i.metal", ImageName: ec2TestImage, ImageOwners: []string{ec2TestOwner},
-		KeyName: "pgbench-old", SecurityGroupIDs: []string{sg}, ClientToken: token})
+		KeyName: "pgbench-old", SecurityGroupIDs: []string{sg}, ClientToken: token, MaxLifetime: lifetime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func resumeEnv(t *testing.T, token string, recordID bool) (*ec2sim.Server, *ec2h
 // it with the entry's key pair and group.
 func TestEC2ResumeAdoptsByToken(t *testing.T) {
 	token := ec2host.NewClientToken()
-	sim, c, j, id := resumeEnv(t, token, false)
+	sim, c, j, id := resumeEnv(t, token, false, 0)
 	var diags diag.Diagnostics
 	e := &ec2Model{}
 	adopted, ok := (&hostResource{}).ec2Resume(context.Background(), c, j, e, ec2host.NewClientToken(), &diags)
@@ -281,7 +281,7 @@ func TestEC2ResumeAdoptsByToken(t *testing.T) {
 // TestEC2ResumeCleansUpGoneLaunch: when the killed create's instance is
 // gone, its key pair and group are deleted and the entry starts afresh.
 func TestEC2ResumeCleansUpGoneLaunch(t *testing.T) {
-	sim, c, j, id := resumeEnv(t, ec2host.NewClientToken(), true)
+	sim, c, j, id := resumeEnv(t, ec2host.NewClientToken(), true, 0)
 	ctx := context.Background()
 	if err := c.Terminate(ctx, id); err != nil {
 		t.Fatal(err)
@@ -350,5 +350,78 @@ func TestLaunchIgnoredAreInPlace(t *testing.T) {
 		if r == launchIgnored[name] {
 			t.Errorf("argument %s: replaces the instance = %v, left out of the launch key = %v; want exactly the in-place ones left out", name, r, launchIgnored[name])
 		}
+	}
+}
+
+// TestEC2ResumeCleansUpKilledInGroupCreation: a create killed inside
+// CreateSecurityGroup has journalled the group's name but not its id, and
+// launched nothing; the next create finds the group by name and deletes
+// it with the key pair.
+func TestEC2ResumeCleansUpKilledInGroupCreation(t *testing.T) {
+	sim := ec2TestRegion(t)
+	ctx := context.Background()
+	c, err := ec2host.New(ctx, ec2host.Config{Region: sim.Region(), Endpoint: sim.URL, PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := ec2host.GenerateKeyPair()
+	if _, err := c.ImportKeyPair(ctx, "pgbench-old", kp.PublicKeyLine, nil); err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.CreateSSHSecurityGroup(ctx, "someone-elses", "", []string{"10.200.0.0/16"}, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	j, err := claimLaunch(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diags diag.Diagnostics
+	if err := j.start(ec2host.NewClientToken(), sim.Region()); err != nil {
+		t.Fatal(err)
+	}
+	j.noteKey("pgbench-old", string(kp.PrivateKeyPEM), &diags)
+	j.noteGroup("pgbench-old", "", &diags)
+	// EC2 made the group; the answer never reached the killed create.
+	if _, err := c.CreateSSHSecurityGroup(ctx, "pgbench-old", "", []string{"10.200.0.0/16"}, 22); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if j, err = claimLaunch(dir, "k"); err != nil || !j.leftover {
+		t.Fatalf("claim after the kill = %+v, %v; want the leftover", j, err)
+	}
+	t.Cleanup(j.close)
+	adopted, ok := (&hostResource{}).ec2Resume(ctx, c, j, &ec2Model{}, "pgbench-new", &diags)
+	if !ok || adopted != nil || diags.HasError() {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want nothing to adopt", adopted, ok, diags)
+	}
+	if k := sim.KeyPairs(); len(k) != 0 {
+		t.Errorf("key pairs after resuming = %v, want the leftover deleted", k)
+	}
+	if g := sim.SecurityGroups(); len(g) != 1 || g[other] == nil {
+		t.Errorf("groups after resuming = %v, want only %s (not the create's) left", g, other)
+	}
+}
+
+// TestEC2ResumeSkipsExpiringInstance: an earlier create's instance that
+// powers itself off soon is not adopted but terminated, with its key pair
+// and group, and the create launches afresh.
+func TestEC2ResumeSkipsExpiringInstance(t *testing.T) {
+	sim, c, j, id := resumeEnv(t, ec2host.NewClientToken(), true, 2*time.Minute)
+	var diags diag.Diagnostics
+	e := &ec2Model{MaxLifetime: types.StringValue("1h")} // adopts with 15 minutes left at the least
+	adopted, ok := (&hostResource{}).ec2Resume(context.Background(), c, j, e, "pgbench-new", &diags)
+	if !ok || adopted != nil || diags.HasError() {
+		t.Fatalf("ec2Resume = %+v, %v (%v); want the expiring instance not adopted", adopted, ok, diags)
+	}
+	if len(diags) != 1 || diags[0].Summary() != "EC2 Instance Not Adopted" || !strings.Contains(diags[0].Detail(), id) {
+		t.Errorf("diagnostics = %v, want one warning naming %s", diags, id)
+	}
+	if in, _ := sim.Instance(id); in.State != ec2sim.Terminated {
+		t.Errorf("expiring instance %s is %s, want terminated", id, in.State)
+	}
+	if k, g := sim.KeyPairs(), sim.SecurityGroups(); len(k)+len(g) != 0 {
+		t.Errorf("after resuming key pairs = %v, groups = %v; want the leftovers deleted", k, g)
 	}
 }

@@ -92,6 +92,26 @@ func (c *Client) CreateSSHSecurityGroup(ctx context.Context, name, vpcID string,
 	return id, nil
 }
 
+// FindSecurityGroup returns the id of the security group named name (in
+// vpcID, or the default VPC when empty), "" when there is none: what a
+// create killed inside CreateSecurityGroup may have left.
+func (c *Client) FindSecurityGroup(ctx context.Context, name, vpcID string) (string, error) {
+	in := &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{{Name: aws.String("group-name"), Values: []string{name}}}}
+	if vpcID != "" {
+		in.Filters = append(in.Filters, types.Filter{Name: aws.String("vpc-id"), Values: []string{vpcID}})
+	}
+	out, err := c.ec2.DescribeSecurityGroups(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("find security group %s: %w", name, err)
+	}
+	for _, g := range out.SecurityGroups {
+		if aws.ToString(g.GroupName) == name {
+			return aws.ToString(g.GroupId), nil
+		}
+	}
+	return "", nil
+}
+
 // DeleteSecurityGroup deletes the group, retrying while an instance that
 // is still terminating holds it (DependencyViolation) until ctx ends. A
 // group already gone is success.

@@ -8,8 +8,8 @@ import (
 )
 
 type group struct {
-	id, name, vpc string
-	ingress       []string // "tcp:22-22:0.0.0.0/0"
+	id, name, vpc, desc string
+	ingress             []string // "tcp:22-22:0.0.0.0/0"
 }
 
 // SecurityGroups maps each security group id to its ingress rules, each
@@ -39,7 +39,7 @@ func (s *Server) createSecurityGroup(f url.Values, reqID string) (any, *apiError
 	if dryRun(f) {
 		return nil, errDryRun()
 	}
-	g := &group{id: s.newIDLocked("sg", 0x05e0000000000000), name: name, vpc: f.Get("VpcId")}
+	g := &group{id: s.newIDLocked("sg", 0x05e0000000000000), name: name, vpc: f.Get("VpcId"), desc: desc}
 	s.groups[g.id] = g
 	return createSecurityGroupResponse{Xmlns: xmlns, RequestID: reqID, Return: true, GroupID: g.id}, nil
 }
@@ -97,4 +97,56 @@ func (s *Server) groupLocked(id string) (*group, *apiError) {
 		return nil, errf(400, "InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 	}
 	return g, nil
+}
+
+// describeSecurityGroups answers DescribeSecurityGroups by GroupId.N and
+// the filters group-id, group-name and vpc-id; an unknown id is EC2's
+// InvalidGroup.NotFound, an unknown filter its InvalidParameterValue.
+func (s *Server) describeSecurityGroups(f url.Values, reqID string) (any, *apiError) {
+	ids := list(f, "GroupId")
+	fs := filters(f)
+	for _, fl := range fs {
+		switch fl.name {
+		case "group-id", "group-name", "vpc-id":
+		default:
+			return nil, errf(400, "InvalidParameterValue", "The filter '%s' is invalid", fl.name)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if _, err := s.groupLocked(id); err != nil {
+			return nil, err
+		}
+	}
+	resp := describeSecurityGroupsResponse{Xmlns: xmlns, RequestID: reqID}
+	var keys []string
+	for id := range s.groups {
+		keys = append(keys, id)
+	}
+	slices.Sort(keys)
+	for _, id := range keys {
+		g := s.groups[id]
+		if len(ids) > 0 && !slices.Contains(ids, id) {
+			continue
+		}
+		ok := true
+		for _, fl := range fs {
+			v := map[string]string{"group-id": g.id, "group-name": g.name, "vpc-id": g.vpcID()}[fl.name]
+			ok = ok && matchAny(fl.values, v)
+		}
+		if ok {
+			resp.Groups = append(resp.Groups, xSecurityGroup{OwnerID: s.opts.OwnerID, GroupID: g.id, GroupName: g.name,
+				GroupDescription: g.desc, VpcID: g.vpcID()})
+		}
+	}
+	return resp, nil
+}
+
+// vpcID is the group's VPC: the one it was made in, else the default VPC.
+func (g *group) vpcID() string {
+	if g.vpc == "" {
+		return "vpc-0sim"
+	}
+	return g.vpc
 }

@@ -192,6 +192,7 @@ var actions = map[string]func(s *Server, f url.Values, reqID string) (any, *apiE
 	"DeleteKeyPair":                 (*Server).deleteKeyPair,
 	"CreateSecurityGroup":           (*Server).createSecurityGroup,
 	"DeleteSecurityGroup":           (*Server).deleteSecurityGroup,
+	"DescribeSecurityGroups":        (*Server).describeSecurityGroups,
 	"AuthorizeSecurityGroupIngress": (*Server).authorizeIngress,
 	"GetConsoleOutput":              (*Server).getConsoleOutput,
 }

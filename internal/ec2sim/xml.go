@@ -192,6 +192,21 @@ type importKeyPairResponse struct {
 	KeyPairID      string   `xml:"keyPairId"`
 }
 
+type describeSecurityGroupsResponse struct {
+	XMLName   xml.Name         `xml:"DescribeSecurityGroupsResponse"`
+	Xmlns     string           `xml:"xmlns,attr"`
+	RequestID string           `xml:"requestId"`
+	Groups    []xSecurityGroup `xml:"securityGroupInfo>item"`
+}
+
+type xSecurityGroup struct {
+	OwnerID          string `xml:"ownerId"`
+	GroupID          string `xml:"groupId"`
+	GroupName        string `xml:"groupName"`
+	GroupDescription string `xml:"groupDescription"`
+	VpcID            string `xml:"vpcId"`
+}
+
 type createSecurityGroupResponse struct {
 	XMLName   xml.Name `xml:"CreateSecurityGroupResponse"`
 	Xmlns     string   `xml:"xmlns,attr"`
