@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -40,4 +42,13 @@ func reattachProvider(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(env)
+}
+
+// terraformCmd is terraform args in dir, using the provider that
+// reattachProvider serves (reattach is its TF_REATTACH_PROVIDERS value).
+func terraformCmd(tf, dir, reattach string, args ...string) *exec.Cmd {
+	cmd := exec.Command(tf, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+reattach, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	return cmd
 }

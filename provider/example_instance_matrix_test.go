@@ -3,7 +3,6 @@ package provider
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -57,9 +56,7 @@ func TestAccEC2ExampleInstanceMatrix(t *testing.T) {
 	}
 	run := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.Command(tf, append(args, "-no-color")...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		cmd := terraformCmd(tf, work, env, append(args, "-no-color")...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -71,10 +68,7 @@ func TestAccEC2ExampleInstanceMatrix(t *testing.T) {
 	destroyed := false
 	t.Cleanup(func() {
 		if !destroyed {
-			cmd := exec.Command(tf, "destroy", "-auto-approve", "-input=false", "-no-color")
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+env, "CHECKPOINT_DISABLE=1")
-			cmd.Run()
+			terraformCmd(tf, work, env, "destroy", "-auto-approve", "-input=false", "-no-color").Run()
 		}
 	})
 	run("init", "-input=false")

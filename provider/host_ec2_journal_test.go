@@ -208,21 +208,30 @@ func TestLaunchJournalTornAndUnreadable(t *testing.T) {
 	}
 }
 
+// resumeRegion is a simulated region, a client of it, and the key pair
+// pgbench-old a killed create imported there.
+func resumeRegion(t *testing.T) (*ec2sim.Server, *ec2host.Client, ec2host.KeyPair) {
+	t.Helper()
+	sim := ec2TestRegion(t)
+	c, err := ec2host.New(context.Background(), ec2host.Config{Region: sim.Region(), Endpoint: sim.URL,
+		PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, _ := ec2host.GenerateKeyPair()
+	if _, err := c.ImportKeyPair(context.Background(), "pgbench-old", kp.PublicKeyLine, nil); err != nil {
+		t.Fatal(err)
+	}
+	return sim, c, kp
+}
+
 // resumeEnv is a simulated region with one launch as a killed create left
 // it: a key pair, a temporary group, an instance launched with token, and
 // the journal entry recording them (the instance id only if recordID).
 func resumeEnv(t *testing.T, token string, recordID bool, lifetime time.Duration) (*ec2sim.Server, *ec2host.Client, *launchJournal, string) {
 	t.Helper()
-	sim := ec2TestRegion(t)
+	sim, c, kp := resumeRegion(t)
 	ctx := context.Background()
-	c, err := ec2host.New(ctx, ec2host.Config{Region: sim.Region(), Endpoint: sim.URL, PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, _ := ec2host.GenerateKeyPair()
-	if _, err := c.ImportKeyPair(ctx, "pgbench-old", kp.PublicKeyLine, nil); err != nil {
-		t.Fatal(err)
-	}
 	sg, err := c.CreateSSHSecurityGroup(ctx, "pgbench-old", "", []string{"10.200.0.0/16"}, 22)
 	if err != nil {
 		t.Fatal(err)
@@ -358,16 +367,8 @@ func TestLaunchIgnoredAreInPlace(t *testing.T) {
 // launched nothing; the next create finds the group by name and deletes
 // it with the key pair.
 func TestEC2ResumeCleansUpKilledInGroupCreation(t *testing.T) {
-	sim := ec2TestRegion(t)
+	sim, c, kp := resumeRegion(t)
 	ctx := context.Background()
-	c, err := ec2host.New(ctx, ec2host.Config{Region: sim.Region(), Endpoint: sim.URL, PollInterval: 50 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, _ := ec2host.GenerateKeyPair()
-	if _, err := c.ImportKeyPair(ctx, "pgbench-old", kp.PublicKeyLine, nil); err != nil {
-		t.Fatal(err)
-	}
 	other, err := c.CreateSSHSecurityGroup(ctx, "someone-elses", "", []string{"10.200.0.0/16"}, 22)
 	if err != nil {
 		t.Fatal(err)

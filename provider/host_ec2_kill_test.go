@@ -48,10 +48,7 @@ func newKilledApply(t *testing.T, sim *ec2sim.Server, body string) *killedApply 
 }
 
 func (k *killedApply) run(args ...string) *exec.Cmd {
-	cmd := exec.Command(k.tf, args...)
-	cmd.Dir = k.work
-	cmd.Env = append(os.Environ(), "TF_REATTACH_PROVIDERS="+k.env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
-	return cmd
+	return terraformCmd(k.tf, k.work, k.env, args...)
 }
 
 // applyAndKill starts terraform apply, kills it as soon as the region has

@@ -180,15 +180,11 @@ func New(t testing.TB, opts ...Option) *Host {
 // namespace file under /run/netns is the claim; the flock only keeps two
 // processes from racing for the same N.
 func allocate(ipPath string) (int, error) {
-	f, err := os.OpenFile(allocLock, os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := lockAlloc()
 	if err != nil {
-		return 0, fmt.Errorf("open %s: %w", allocLock, err)
+		return 0, err
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return 0, fmt.Errorf("lock %s: %w", allocLock, err)
-	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	for n := 1; n < 255; n++ {
 		ns := fmt.Sprintf("pgbt-%d", n)
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
@@ -219,6 +215,23 @@ func (h *Host) StartSSHD(t testing.TB) {
 		t.Fatalf("sshd of %s is already started", h.Namespace)
 	}
 	h.startSSHD(t, ipPath)
+}
+
+// lockAlloc takes allocLock, which serializes changes to what test hosts
+// share across test processes (subnet numbers, login accounts).
+func lockAlloc() (unlock func(), err error) {
+	f, err := os.OpenFile(allocLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", allocLock, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", allocLock, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // makeKeys draws the host's keys: its host key exists from the first boot

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -105,18 +104,11 @@ func addLoginUser(t testing.TB, name, ns string) func() {
 // lockUsers serializes account changes across test processes.
 func lockUsers(t testing.TB) func() {
 	t.Helper()
-	f, err := os.OpenFile(allocLock, os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := lockAlloc()
 	if err != nil {
-		t.Fatalf("open %s: %v", allocLock, err)
+		t.Fatal(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("lock %s: %v", allocLock, err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}
+	return unlock
 }
 
 // authorizedKeys are the authorized_keys files of the host's sshd, one
