@@ -155,6 +155,18 @@ func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, abUnk
 		}
 		str(&c.Restart, w.Restart, wp.AtName("restart"))
 	}
+	if o := m.Observe; o != nil {
+		op := path.Root("observe")
+		switch v := o.Counters; {
+		case v.IsUnknown():
+			u.add(op.AtName("counters"))
+		case !v.IsNull():
+			c.Counters = v.ValueBool()
+		}
+		dur(&c.WaitSampleInterval, o.WaitSampleInterval, op.AtName("wait_sample_interval"))
+		str(&c.Profile, o.Profile, op.AtName("profile"))
+		num(&c.ProfileFrequency, o.ProfileFrequency, op.AtName("profile_frequency"))
+	}
 	str(&c.ServerNUMA, m.ServerNUMA, path.Root("server_numa"))
 	str(&c.ClientNUMA, m.ClientNUMA, path.Root("client_numa"))
 	str(&c.Order, m.Order, path.Root("order"))

@@ -72,8 +72,11 @@ func collectReport(ctx context.Context, conn connectionModel, ex remote.Executor
 	start := time.Now()
 	var got int64
 	for _, f := range m.Files {
-		if !filepath.IsLocal(f.Name) || filepath.Base(f.Name) != f.Name {
+		if !reportName(f.Name) {
 			return nil, fmt.Errorf("the report of %s lists %q, which is not a file name", remoteDir, f.Name)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(partial, f.Name)), 0o755); err != nil {
+			return nil, err
 		}
 		if err := downloadVerified(ctx, ex, remoteDir+"/"+f.Name, filepath.Join(partial, f.Name), f, func(n int64) {
 			logf(fmt.Sprintf("collecting %s: %s of %s", f.Name, byteCount(got+n), byteCount(total)))
@@ -89,6 +92,9 @@ func collectReport(ctx context.Context, conn connectionModel, ex remote.Executor
 	}
 	sums := map[string]string{}
 	for _, f := range m.Files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(localDir, f.Name)), 0o755); err != nil {
+			return nil, err
+		}
 		if err := os.Rename(filepath.Join(partial, f.Name), filepath.Join(localDir, f.Name)); err != nil {
 			return nil, err
 		}
@@ -99,6 +105,13 @@ func collectReport(ctx context.Context, conn connectionModel, ex remote.Executor
 	}
 	logf(fmt.Sprintf("collected %d files, %s, in %s into %s", len(m.Files), byteCount(total), time.Since(start).Round(time.Millisecond), localDir))
 	return sums, nil
+}
+
+// reportName says a manifest's name is one a report has: a plain file
+// name, or one inside the profiles directory.
+func reportName(name string) bool {
+	dir, base := filepath.Split(name)
+	return filepath.IsLocal(name) && base != "" && (dir == "" || dir == campaign.ProfilesDir+"/") && filepath.Base(base) == base
 }
 
 // downloadVerified streams remotePath into localPath and checks its size

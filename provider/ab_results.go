@@ -21,15 +21,24 @@ import (
 // `pgbench_ab_benchmark.x.results[0].comparisons[0].verdict != "slower"`.
 
 var abVariantCellAttrTypes = map[string]attr.Type{
-	"tps":            types.ListType{ElemType: types.Float64Type},
-	"median_tps":     types.Float64Type,
-	"min_tps":        types.Float64Type,
-	"max_tps":        types.Float64Type,
-	"cv":             types.Float64Type,
-	"iqr_tps":        types.Float64Type,
-	"latency_avg_ms": types.Float64Type,
-	"latency_p99_ms": types.Float64Type,
-	"drifting_runs":  types.Int64Type,
+	"tps":               types.ListType{ElemType: types.Float64Type},
+	"median_tps":        types.Float64Type,
+	"min_tps":           types.Float64Type,
+	"max_tps":           types.Float64Type,
+	"cv":                types.Float64Type,
+	"iqr_tps":           types.Float64Type,
+	"latency_avg_ms":    types.Float64Type,
+	"latency_p99_ms":    types.Float64Type,
+	"drifting_runs":     types.Int64Type,
+	"client_bound_runs": types.Int64Type,
+	"profile":           types.StringType,
+}
+
+var abDifferedAttrTypes = map[string]attr.Type{
+	"name":      types.StringType,
+	"baseline":  types.Float64Type,
+	"candidate": types.Float64Type,
+	"ratio":     types.Float64Type,
 }
 
 var abComparisonAttrTypes = map[string]attr.Type{
@@ -47,6 +56,8 @@ var abComparisonAttrTypes = map[string]attr.Type{
 	"mde_pct":     types.Float64Type,
 	"verdict":     types.StringType,
 	"note":        types.StringType,
+	"differed":    types.ListType{ElemType: types.ObjectType{AttrTypes: abDifferedAttrTypes}},
+	"flame_graph": types.StringType,
 }
 
 var abCellAttrTypes = map[string]attr.Type{
@@ -70,23 +81,34 @@ type abVariantCellModel struct {
 	LatencyAvgMS float64   `tfsdk:"latency_avg_ms"`
 	LatencyP99MS float64   `tfsdk:"latency_p99_ms"`
 	DriftingRuns int64     `tfsdk:"drifting_runs"`
+	ClientBound  int64     `tfsdk:"client_bound_runs"`
+	Profile      string    `tfsdk:"profile"`
+}
+
+type abDifferedModel struct {
+	Name      string  `tfsdk:"name"`
+	Baseline  float64 `tfsdk:"baseline"`
+	Candidate float64 `tfsdk:"candidate"`
+	Ratio     float64 `tfsdk:"ratio"`
 }
 
 type abComparisonModel struct {
-	Baseline   string        `tfsdk:"baseline"`
-	Candidate  string        `tfsdk:"candidate"`
-	Method     string        `tfsdk:"method"`
-	NBaseline  int64         `tfsdk:"n_baseline"`
-	NCandidate int64         `tfsdk:"n_candidate"`
-	DeltaPct   float64       `tfsdk:"delta_pct"`
-	CILowPct   types.Float64 `tfsdk:"ci_low_pct"`
-	CIHighPct  types.Float64 `tfsdk:"ci_high_pct"`
-	CILevel    float64       `tfsdk:"ci_level"`
-	PValue     float64       `tfsdk:"p_value"`
-	PAdjusted  float64       `tfsdk:"p_adjusted"`
-	MDEPct     types.Float64 `tfsdk:"mde_pct"`
-	Verdict    string        `tfsdk:"verdict"`
-	Note       string        `tfsdk:"note"`
+	Baseline   string            `tfsdk:"baseline"`
+	Candidate  string            `tfsdk:"candidate"`
+	Method     string            `tfsdk:"method"`
+	NBaseline  int64             `tfsdk:"n_baseline"`
+	NCandidate int64             `tfsdk:"n_candidate"`
+	DeltaPct   float64           `tfsdk:"delta_pct"`
+	CILowPct   types.Float64     `tfsdk:"ci_low_pct"`
+	CIHighPct  types.Float64     `tfsdk:"ci_high_pct"`
+	CILevel    float64           `tfsdk:"ci_level"`
+	PValue     float64           `tfsdk:"p_value"`
+	PAdjusted  float64           `tfsdk:"p_adjusted"`
+	MDEPct     types.Float64     `tfsdk:"mde_pct"`
+	Verdict    string            `tfsdk:"verdict"`
+	Note       string            `tfsdk:"note"`
+	Differed   []abDifferedModel `tfsdk:"differed"`
+	FlameGraph string            `tfsdk:"flame_graph"`
 }
 
 type abCellModel struct {
@@ -129,6 +151,10 @@ func abResultsAttribute() schema.ListNestedAttribute {
 							"latency_p99_ms": f("Median over the iterations of the 99th percentile latency, in ms (0 when pgbench's log was not available)."),
 							"drifting_runs": schema.Int64Attribute{Computed: true,
 								MarkdownDescription: "Iterations whose throughput drifted during the run."},
+							"client_bound_runs": schema.Int64Attribute{Computed: true,
+								MarkdownDescription: "Iterations whose pgbench used at least 90% of the CPU it may use (its threads, affinity and cgroup quota): " +
+									"their TPS may measure the client, not the server. 0 without `observe.counters`."},
+							"profile": s("The variant's pprof profile at this client count (all its profiled runs merged), relative to the report directory; empty without `observe.profile`."),
 						},
 					},
 				},
@@ -153,6 +179,18 @@ func abResultsAttribute() schema.ListNestedAttribute {
 							"mde_pct":    f("Smallest change, in %, this comparison would call with 80% probability given the noise it observed; null when unknown."),
 							"verdict":    s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha` after the correction)."),
 							"note":       s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
+							"differed": schema.ListNestedAttribute{
+								Computed: true,
+								MarkdownDescription: "The counters whose medians differ most between the two variants, largest ratio first (the \"what differed\" table of the summary): " +
+									"counts per transaction (`/tx`), wait events as shares of the sampled active backends.",
+								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+									"name":      s("Counter, e.g. `pg.tup_returned/tx`, `os.cpu.system_s/tx`, `wait.LWLock:BufferMapping`."),
+									"baseline":  f("Median of the baseline's runs."),
+									"candidate": f("Median of the candidate's runs."),
+									"ratio":     f("candidate / baseline; a side at 0 counts as 0.1% of the other."),
+								}},
+							},
+							"flame_graph": s("Differential flame graph SVG of the candidate's profile against the baseline's, relative to the report directory; empty without profiles."),
 						},
 					},
 				},
@@ -174,15 +212,20 @@ func abResultsValue(ctx context.Context, res *report.Results) (types.List, error
 			m.Variants[name] = abVariantCellModel{
 				TPS: tps, MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV, IQRTPS: v.IQRTPS,
 				LatencyAvgMS: v.LatencyMS.Avg, LatencyP99MS: v.LatencyMS.P99, DriftingRuns: int64(v.DriftingRuns),
+				ClientBound: int64(v.ClientBoundRuns), Profile: v.Profile,
 			}
 		}
 		for _, cmp := range c.Comparisons {
+			differed := []abDifferedModel{}
+			for _, d := range cmp.Differed {
+				differed = append(differed, abDifferedModel{Name: d.Name, Baseline: d.Baseline, Candidate: d.Candidate, Ratio: d.Ratio})
+			}
 			m.Comparisons = append(m.Comparisons, abComparisonModel{
 				Baseline: cmp.Baseline, Candidate: cmp.Candidate, Method: cmp.Method,
 				NBaseline: int64(cmp.NBaseline), NCandidate: int64(cmp.NCandidate), DeltaPct: cmp.DeltaPct,
 				CILowPct: types.Float64PointerValue(cmp.CILowPct), CIHighPct: types.Float64PointerValue(cmp.CIHighPct), CILevel: cmp.CILevel,
 				PValue: cmp.PValue, PAdjusted: cmp.PAdjusted, MDEPct: types.Float64PointerValue(cmp.MDEPct),
-				Verdict: cmp.Verdict, Note: cmp.Note,
+				Verdict: cmp.Verdict, Note: cmp.Note, Differed: differed, FlameGraph: cmp.FlameGraph,
 			})
 		}
 		cells = append(cells, m)

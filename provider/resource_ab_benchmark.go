@@ -184,6 +184,22 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"restart": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.restart")},
 				},
 			},
+			"observe": schema.SingleNestedBlock{
+				MarkdownDescription: "What each measured run records beside its TPS, to explain a difference: counters (on by default), " +
+					"wait events, the client's CPU use (a client-bound run is flagged and warned about) and, on request, perf profiles of the server " +
+					"with a differential flame graph per comparison (collected into `local_dir` under `profiles/`).",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"counters": schema.BoolAttribute{Optional: true, MarkdownDescription: abDoc("observe.counters"),
+						PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()}},
+					"wait_sample_interval": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("observe.wait_sample_interval",
+						"A duration: `100ms`, `1s`, or `0s`.")},
+					"profile": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("observe.profile",
+						"perf must be installed on the host (`packages = [\"linux-perf\"]` on `pgbench_host`, or `pgbench-runner bootstrap --tools perf`); "+
+							"a `pgbench_postgres_build` with `profiling = true` gives complete call stacks cheaply (frame pointers).")},
+					"profile_frequency": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("observe.profile_frequency")},
+				},
+			},
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 		},
 	}
@@ -506,6 +522,7 @@ type abBenchmarkModel struct {
 	Variants          types.List       `tfsdk:"variant"`
 	Settings          types.Map        `tfsdk:"settings"`
 	Workload          *abWorkloadModel `tfsdk:"workload"`
+	Observe           *abObserveModel  `tfsdk:"observe"`
 	ServerNUMA        types.String     `tfsdk:"server_numa"`
 	ClientNUMA        types.String     `tfsdk:"client_numa"`
 	Order             types.String     `tfsdk:"order"`
@@ -542,6 +559,13 @@ type abVariantModel struct {
 	BinDir    types.String `tfsdk:"bin_dir"`
 	Settings  types.Map    `tfsdk:"settings"`
 	HugePages types.String `tfsdk:"huge_pages"`
+}
+
+type abObserveModel struct {
+	Counters           types.Bool   `tfsdk:"counters"`
+	WaitSampleInterval types.String `tfsdk:"wait_sample_interval"`
+	Profile            types.String `tfsdk:"profile"`
+	ProfileFrequency   types.Int64  `tfsdk:"profile_frequency"`
 }
 
 type abWorkloadModel struct {

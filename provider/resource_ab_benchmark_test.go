@@ -417,7 +417,8 @@ func TestABBenchmarkCommand(t *testing.T) {
 		"--set=fsync=off", "--set=max_connections=200",
 		"--mode=tpcb", "--script=", "--scale=5", "--clients=1,16", "--threads=auto", "--duration=3s", "--iterations=2",
 		"--protocol=simple", "--warmup=1s", "--checkpoint-before=true", "--restart=never", "--order=alternate",
-		"--server-numa=cpunodebind=0", "--client-numa=", "--sampling-rate=auto", "--alpha=0.01", "--clone=false", "--progress-json",
+		"--server-numa=cpunodebind=0", "--client-numa=", "--sampling-rate=auto",
+		"--counters=true", "--wait-sample-interval=100ms", "--profile=none", "--profile-frequency=499", "--alpha=0.01", "--clone=false", "--progress-json",
 	}
 	want[1] = strings.Replace(want[1], "KEY", abKeyOf(t, got), 1)
 	if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -82,6 +82,13 @@ func (r *postgresBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "`CFLAGS` for `configure`, e.g. `-O2 -g`.",
 				PlanModifiers:       replaceStr,
 			},
+			"profiling": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Build for profiling: `" + pgbuild.FramePointerFlags + "` added to `cflags` (`-O2` when none are given), so the " +
+					"profiles of `pgbench_ab_benchmark` (`observe.profile`) unwind call stacks with frame pointers, cheaply and completely. " +
+					"It changes the build key. Without it a profile falls back to DWARF unwinding, which costs more per sample.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
 			"jobs": schema.Int64Attribute{
 				Optional:            true,
 				MarkdownDescription: "`make -j` jobs; by default the host's CPU count.",
@@ -201,7 +208,7 @@ func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource
 	if !s.System.IsNull() {
 		for name, set := range map[string]bool{
 			"patches": !m.Patches.IsNull(), "configure_flags": !m.ConfigureFlags.IsNull(), "cflags": !m.CFlags.IsNull(),
-			"jobs": !m.Jobs.IsNull(), "prefix": !m.Prefix.IsNull(), "install_deps": !m.InstallDeps.IsNull(),
+			"profiling": !m.Profiling.IsNull(), "jobs": !m.Jobs.IsNull(), "prefix": !m.Prefix.IsNull(), "install_deps": !m.InstallDeps.IsNull(),
 		} {
 			if set {
 				resp.Diagnostics.AddAttributeError(path.Root(name), "Nothing To Build",
@@ -276,6 +283,9 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	if !m.CFlags.IsNull() {
 		args = append(args, "--cflags="+m.CFlags.ValueString())
+	}
+	if m.Profiling.ValueBool() {
+		args = append(args, "--profiling")
 	}
 	if !m.Jobs.IsNull() {
 		args = append(args, "--jobs", strconv.FormatInt(m.Jobs.ValueInt64(), 10))
@@ -406,6 +416,7 @@ type postgresBuildModel struct {
 	Patches        types.List        `tfsdk:"patches"`
 	ConfigureFlags types.List        `tfsdk:"configure_flags"`
 	CFlags         types.String      `tfsdk:"cflags"`
+	Profiling      types.Bool        `tfsdk:"profiling"`
 	Jobs           types.Int64       `tfsdk:"jobs"`
 	InstallDeps    types.Bool        `tfsdk:"install_deps"`
 	Prefix         types.String      `tfsdk:"prefix"`

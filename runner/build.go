@@ -46,6 +46,7 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	fs.StringArrayVar(&opts.Patches, "patch", nil, "patch file applied with patch -p1 (repeatable, in order)")
 	fs.StringArrayVar(&opts.ConfigureFlags, "configure-flag", nil, "extra configure flag, e.g. --with-libnuma (repeatable)")
 	fs.StringVar(&opts.CFlags, "cflags", "", "CFLAGS for configure")
+	profiling := fs.Bool("profiling", false, "build for profiling: add "+pgbuild.FramePointerFlags+" to the CFLAGS (-O2 when none are given), so perf unwinds call stacks with frame pointers")
 	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
 	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
 	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the missing build dependencies with the host's package manager (apt-get, dnf or yum)")
@@ -87,8 +88,11 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	if (opts.GitURL != "") != (opts.GitRef != "") {
 		return o.emit(nil, usagef("--git and --ref go together"), nil)
 	}
-	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "") {
-		return o.emit(nil, usagef("--system builds nothing: --patch, --configure-flag and --cflags do not apply"), nil)
+	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "" || *profiling) {
+		return o.emit(nil, usagef("--system builds nothing: --patch, --configure-flag, --cflags and --profiling do not apply"), nil)
+	}
+	if *profiling {
+		opts.CFlags = pgbuild.WithFramePointers(opts.CFlags)
 	}
 	if opts.SystemBinDir != "" {
 		if err := checkSystemBinDir(opts.SystemBinDir); err != nil {

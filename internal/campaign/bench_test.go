@@ -38,52 +38,10 @@ var (
 )
 
 func BenchmarkHarnessOverhead(b *testing.B) {
-	needPostgres(b)
 	testhost.RequireCommand(b, "runuser")
-	out := benchScratch(b)
 	const clients = 2
-	cfg := &Config{
-		Variants: []Variant{{Name: "a", BinDir: pgBinDir, HugePages: "off"}, {Name: "b", BinDir: pgBinDir, HugePages: "off"}},
-		Settings: map[string]string{"shared_buffers": "64MB"},
-		Mode:     "select-only", Scale: 1, Clients: []int{clients}, Duration: *harnessRun, Iterations: 1, OutDir: out,
-	}
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		b.Fatal(err)
-	}
-	e := &engine{cfg: cfg, emit: func(Event) {}, byName: map[string]*variantState{}}
-	vs := &variantState{Variant: cfg.Variants[0], settings: cfg.settingsFor(cfg.Variants[0])}
-	vs.cluster = clusterFor(cfg, vs)
-	e.vars = []*variantState{vs}
-	e.byName[vs.Name] = vs
-	ctx := context.Background()
-	if err := mkdirFor(cfg.DataDir); err != nil {
-		b.Fatal(err)
-	}
-	if err := e.version(ctx, vs); err != nil {
-		b.Fatal(err)
-	}
-	if err := e.prepare(ctx, 0, vs); err != nil {
-		b.Fatal(err)
-	}
-	defer e.stopRunning(ctx)
-	if err := e.ensure(ctx, vs); err != nil {
-		b.Fatal(err)
-	}
-	seq := 0
-	engineRun := func() *report.Run {
-		seq++
-		// After a run of the same variant and client count: the server
-		// keeps running, as between the runs of a campaign.
-		prev := &Step{Variant: vs.Name, Clients: clients}
-		r, err := e.runStep(ctx, Step{Seq: seq, Variant: vs.Name, Clients: clients, Iteration: seq}, prev)
-		if err != nil {
-			b.Fatal(err)
-		}
-		// The run's log is read already; keep the disk from filling.
-		os.RemoveAll(filepath.Join(out, r.LogDir))
-		return r
-	}
+	e, vs, out := benchEngine(b, clients)
+	engineRun := e.benchRun(b, vs, out, clients)
 	// One unmeasured run warms the cache and gives the sampling rate its
 	// estimate, as an earlier run of the campaign would.
 	engineRun()
@@ -144,6 +102,135 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 	if m < 0.99 || m > 1.01 {
 		b.Errorf("engine / by hand median ratio %.4f (quartiles %.4f..%.4f over %d pairs of %s runs) is outside [0.99, 1.01]", m, q1, q3, pairs, *harnessRun)
 	}
+}
+
+// benchEngine is an engine with one variant loaded and running, for
+// benchmarks that time its runs against something else on the same server.
+func benchEngine(b *testing.B, clients int) (*engine, *variantState, string) {
+	needPostgres(b)
+	out := benchScratch(b)
+	cfg := &Config{
+		Variants: []Variant{{Name: "a", BinDir: pgBinDir, HugePages: "off"}, {Name: "b", BinDir: pgBinDir, HugePages: "off"}},
+		Settings: map[string]string{"shared_buffers": "64MB"},
+		Mode:     "select-only", Scale: 1, Clients: []int{clients}, Duration: *harnessRun, Iterations: 1, OutDir: out,
+	}
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	e := &engine{cfg: cfg, emit: func(Event) {}, byName: map[string]*variantState{}}
+	vs := &variantState{Variant: cfg.Variants[0], settings: cfg.settingsFor(cfg.Variants[0])}
+	vs.cluster = clusterFor(cfg, vs)
+	e.vars = []*variantState{vs}
+	e.byName[vs.Name] = vs
+	ctx := context.Background()
+	if err := mkdirFor(cfg.DataDir); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.version(ctx, vs); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.prepare(ctx, 0, vs); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.stopRunning(context.Background()) })
+	if err := e.ensure(ctx, vs); err != nil {
+		b.Fatal(err)
+	}
+	return e, vs, out
+}
+
+// benchRun returns a function that runs one measured step of the engine
+// at clients, numbered in turn, on its running server.
+func (e *engine) benchRun(b *testing.B, vs *variantState, out string, clients int) func() *report.Run {
+	seq := 0
+	return func() *report.Run {
+		seq++
+		// After a run of the same variant and client count: the server
+		// keeps running, as between the runs of a campaign.
+		prev := &Step{Variant: vs.Name, Clients: clients}
+		r, err := e.runStep(context.Background(), Step{Seq: seq, Variant: vs.Name, Clients: clients, Iteration: seq}, prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The run's log is read already; keep the disk from filling.
+		os.RemoveAll(filepath.Join(out, r.LogDir))
+		return r
+	}
+}
+
+// BenchmarkObserveOverhead is the A/A of observing: pairs of the engine's
+// measured run with counters and wait-event sampling on and off, who goes
+// first alternating, on the same running server. ratio is the median of
+// the pairs' on / off TPS ratios, with its quartiles logged; below 0.995
+// (observing costs more than 0.5%) the benchmark fails.
+//
+//	go test ./internal/campaign -run '^$' -bench ObserveOverhead -harness.pairs 30 -harness.run 10s
+func BenchmarkObserveOverhead(b *testing.B) {
+	const clients = 2
+	e, vs, out := benchEngine(b, clients)
+	run := e.benchRun(b, vs, out, clients)
+	run()
+	pairs := max(b.N, *harnessPairs)
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < pairs; i++ {
+		var on, off float64
+		sides := []func(){
+			func() { e.cfg.Counters, e.cfg.WaitSampleInterval = true, 100*time.Millisecond; on = run().TPS },
+			func() { e.cfg.Counters, e.cfg.WaitSampleInterval = false, 0; off = run().TPS },
+		}
+		sides[i%2]()
+		sides[(i+1)%2]()
+		ratios = append(ratios, on/off)
+	}
+	b.StopTimer()
+	m := median(ratios)
+	b.ReportMetric(m, "ratio")
+	b.Logf("%d pairs of %s runs: observed / unobserved median %.4f, quartiles %.4f..%.4f, range %.4f..%.4f",
+		pairs, *harnessRun, m, quantile(ratios, 0.25), quantile(ratios, 0.75), slices.Min(ratios), slices.Max(ratios))
+	if m < 0.995 {
+		b.Errorf("counters and wait sampling cost %.2f%% of TPS (median of %d pairs), more than 0.5%%", (1-m)*100, pairs)
+	}
+}
+
+// BenchmarkProfileOverhead measures what perf record of the server costs:
+// pairs of the engine's measured run profiled and not, as above; ratio is
+// the median profiled / unprofiled TPS. It states the cost; it has no
+// bound.
+//
+//	go test ./internal/campaign -run '^$' -bench ProfileOverhead -harness.pairs 20 -harness.run 10s
+func BenchmarkProfileOverhead(b *testing.B) {
+	const clients = 2
+	e, vs, out := benchEngine(b, clients)
+	e.cfg.Profile = ProfileEveryRun
+	seq := 0
+	run := func(profiled bool) float64 {
+		seq++
+		st := Step{Seq: seq, Variant: vs.Name, Clients: clients, Iteration: seq, Profiled: profiled}
+		r, err := e.runStep(context.Background(), st, &Step{Variant: vs.Name, Clients: clients})
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.RemoveAll(filepath.Join(out, r.LogDir))
+		return r.TPS
+	}
+	run(false)
+	pairs := max(b.N, *harnessPairs)
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < pairs; i++ {
+		var on, off float64
+		sides := []func(){func() { on = run(true) }, func() { off = run(false) }}
+		sides[i%2]()
+		sides[(i+1)%2]()
+		ratios = append(ratios, on/off)
+	}
+	b.StopTimer()
+	m := median(ratios)
+	b.ReportMetric(m, "ratio")
+	b.Logf("%d pairs of %s runs, unwinding %s: profiled / unprofiled median %.4f, quartiles %.4f..%.4f",
+		pairs, *harnessRun, vs.unwind, m, quantile(ratios, 0.25), quantile(ratios, 0.75))
 }
 
 // removeLogs empties dir of pgbench's per-transaction logs.

@@ -61,6 +61,10 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.StringVar(&c.ServerNUMA, "server-numa", "", u("server-numa"))
 	fs.StringVar(&c.ClientNUMA, "client-numa", "", u("client-numa"))
 	fs.StringVar(&c.SamplingRate, "sampling-rate", "", u("sampling-rate"))
+	fs.BoolVar(&c.Counters, "counters", false, u("counters"))
+	fs.DurationVar(&c.WaitSampleInterval, "wait-sample-interval", 0, u("wait-sample-interval"))
+	fs.StringVar(&c.Profile, "profile", "", u("profile"))
+	fs.IntVar(&c.ProfileFrequency, "profile-frequency", 0, u("profile-frequency"))
 	fs.Float64Var(&c.Alpha, "alpha", 0, u("alpha"))
 	fs.StringVar(&c.DataDir, "data-dir", "", u("data-dir"))
 	fs.BoolVar(&c.Clone, "clone", false, u("clone"))
@@ -212,6 +216,10 @@ func (c *Config) Args() []string {
 	add("server-numa", c.ServerNUMA)
 	add("client-numa", c.ClientNUMA)
 	add("sampling-rate", c.SamplingRate)
+	add("counters", strconv.FormatBool(c.Counters))
+	add("wait-sample-interval", c.WaitSampleInterval.String())
+	add("profile", c.Profile)
+	add("profile-frequency", strconv.Itoa(c.ProfileFrequency))
 	add("alpha", strconv.FormatFloat(c.Alpha, 'g', -1, 64))
 	if c.DataDir != "" {
 		add("data-dir", c.DataDir)
@@ -279,7 +287,26 @@ func (c *Config) definitionArgs() []byte {
 	// Alpha changes the verdicts, not the measurement: a campaign at
 	// another alpha is the same campaign, recomputed (pgbench-runner compare).
 	d.OutDir, d.DataDir, d.Alpha = "", "", 0
-	return []byte(strings.Join(d.Args(), "\x00"))
+	// What a run observes at its defaults leaves the key as it was before
+	// it could be chosen, so a campaign started by an earlier version
+	// resumes in the same directory.
+	var args []string
+	for _, a := range d.Args() {
+		if !observedAtDefault(a) {
+			args = append(args, a)
+		}
+	}
+	return []byte(strings.Join(args, "\x00"))
+}
+
+// observedAtDefault says arg is one of the observing flags at its default.
+func observedAtDefault(arg string) bool {
+	for _, flag := range []string{"counters", "wait-sample-interval", "profile", "profile-frequency"} {
+		if arg == "--"+flag+"="+FieldByFlag(flag).Default {
+			return true
+		}
+	}
+	return false
 }
 
 // Key names a campaign by its definition: equal definitions have equal keys

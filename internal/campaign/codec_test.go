@@ -132,7 +132,9 @@ func TestArgs(t *testing.T) {
 		"--set=fsync=off", "--set=shared_buffers=1GB",
 		"--mode=select-only", "--script=", "--scale=100", "--clients=1,16", "--threads=auto", "--duration=120s",
 		"--iterations=7", "--protocol=simple", "--warmup=0s", "--checkpoint-before=false", "--restart=never",
-		"--order=alternate", "--server-numa=", "--client-numa=", "--sampling-rate=auto", "--alpha=0.05", "--data-dir=/c/data", "--clone=false",
+		"--order=alternate", "--server-numa=", "--client-numa=", "--sampling-rate=auto",
+		"--counters=false", "--wait-sample-interval=0s", "--profile=none", "--profile-frequency=499",
+		"--alpha=0.05", "--data-dir=/c/data", "--clone=false",
 	}
 	if got := c.Args(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Args =\n%q\nwant\n%q", got, want)
@@ -280,6 +282,10 @@ func TestKey(t *testing.T) {
 		"client numa":     func(c *Config) { c.ClientNUMA = "cpunodebind=0" },
 		"sampling rate":   func(c *Config) { c.SamplingRate = "1" },
 		"clone":           func(c *Config) { c.Clone = true },
+		"counters":        func(c *Config) { c.Counters = true },
+		"wait sampling":   func(c *Config) { c.WaitSampleInterval = time.Second },
+		"profile":         func(c *Config) { c.Profile = ProfileEveryRun },
+		"profile rate":    func(c *Config) { c.ProfileFrequency = 99 },
 	} {
 		c := base()
 		change(c)

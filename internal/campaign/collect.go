@@ -20,7 +20,8 @@ import (
 
 // What a campaign's report is, for whoever takes it home: the plain files
 // at the top of its directory (journal, results.json/csv, summary.md, the
-// benchstat files, the chart, sysinfo.json) and the raw per-run logs packed
+// benchstat files, the chart, sysinfo.json), the profiles and flame graphs
+// in ProfilesDir, and the raw per-run logs packed
 // in one archive, LogsArchive. The data directories and the lock are not
 // part of it.
 
@@ -95,6 +96,14 @@ func reportFileNames(dir string) ([]string, error) {
 			continue
 		}
 		names = append(names, e.Name())
+	}
+	// The profiles and flame graphs of a profiled campaign come too.
+	if sub, err := os.ReadDir(filepath.Join(dir, ProfilesDir)); err == nil {
+		for _, e := range sub {
+			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+				names = append(names, ProfilesDir+"/"+e.Name())
+			}
+		}
 	}
 	sort.Strings(names)
 	return append(names, report.ResultsJSONFile), nil

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,18 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 	if def.IterationsAuto {
 		an.FirstStage = def.MinIterations
 	}
-	cells, warns, err := report.Summarize(variants, def.Clients, runs, an)
+	// The extra profiled runs of one-per-cell ran slower under perf: they
+	// are kept, not counted. When every run is profiled all count alike.
+	measured := runs
+	if def.Profile == ProfileOnePerCell {
+		measured = nil
+		for _, r := range runs {
+			if !r.Profiled {
+				measured = append(measured, r)
+			}
+		}
+	}
+	cells, warns, err := report.Summarize(variants, def.Clients, measured, an)
 	if err != nil {
 		return nil, fmt.Errorf("summarize: %w", err)
 	}
@@ -51,6 +63,7 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 			TargetCIPct: def.TargetCIPct, MinIterations: def.MinIterations, MaxIterations: def.MaxIterations, Protocol: def.Protocol,
 			WarmupSeconds: def.WarmupSeconds, CheckpointBefore: def.CheckpointBefore, Restart: def.Restart,
 			Order: def.Order, Seed: def.Seed, ServerNUMA: def.ServerNUMA, ClientNUMA: def.ClientNUMA,
+			Profile: def.Profile,
 		},
 		Alpha:      alpha,
 		Method:     an.Method(),
@@ -116,6 +129,10 @@ func Recompute(dir string, alpha float64, write bool) (*report.Results, error) {
 	}
 	res.Command = prev.Command
 	res.Sysinfo = prev.Sysinfo
+	res.Workload.Unwind = prev.Workload.Unwind
+	if err := attachProfiles(context.Background(), dir, res); err != nil {
+		return nil, err
+	}
 	// The campaign's own warnings (shared CPUs, a server without huge
 	// pages) stay; those of the statistics are computed again.
 	var kept []string

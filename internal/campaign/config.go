@@ -21,6 +21,10 @@ const (
 	OrderAlternate  = "alternate"
 	OrderRandomized = "randomized"
 
+	ProfileNone       = "none"
+	ProfileOnePerCell = "one-per-cell"
+	ProfileEveryRun   = "every-run"
+
 	RestartNever = "never"
 	RestartCell  = "cell"
 	RestartRun   = "run"
@@ -84,6 +88,16 @@ type Config struct {
 	// fraction in (0, 1], or "auto" (see samplingRate).
 	SamplingRate string
 
+	// Counters records each measured run's OS and PostgreSQL counters and
+	// the client's CPU use; WaitSampleInterval is how often the wait
+	// events of active backends are sampled meanwhile (0: never).
+	Counters           bool
+	WaitSampleInterval time.Duration
+	// Profile is ProfileNone, ProfileOnePerCell or ProfileEveryRun;
+	// ProfileFrequency perf's samples per second.
+	Profile          string
+	ProfileFrequency int
+
 	Alpha float64
 
 	OutDir  string
@@ -109,6 +123,9 @@ type Config struct {
 	// HostFacts returns the host facts recorded with the results
 	// (sysinfo.json); nil means sysinfo.Read("/").
 	HostFacts func(ctx context.Context) (any, error) `json:"-"`
+	// ClientPrefix goes before the client's command line, ahead of its
+	// pinning (tests: a wrapper that puts pgbench in a throttled cgroup).
+	ClientPrefix []string `json:"-"`
 }
 
 // Defaults fills the zero fields that have a default in Fields (and a
@@ -119,13 +136,18 @@ func (c *Config) Defaults() {
 	for _, f := range []struct {
 		p    *string
 		flag string
-	}{{&c.Mode, "mode"}, {&c.Threads, "threads"}, {&c.Protocol, "protocol"}, {&c.Restart, "restart"}, {&c.Order, "order"}, {&c.SamplingRate, "sampling-rate"}} {
+	}{{&c.Mode, "mode"}, {&c.Threads, "threads"}, {&c.Protocol, "protocol"}, {&c.Restart, "restart"}, {&c.Order, "order"}, {&c.SamplingRate, "sampling-rate"}, {&c.Profile, "profile"}} {
 		if *f.p == "" {
 			*f.p = FieldByFlag(f.flag).Default
 		}
 	}
 	if c.Alpha == 0 {
 		c.Alpha, _ = strconv.ParseFloat(FieldByFlag("alpha").Default, 64)
+	}
+	// A frequency matters only to a campaign that profiles: unset is the
+	// default, not a mistake.
+	if c.ProfileFrequency == 0 {
+		c.ProfileFrequency, _ = strconv.Atoi(FieldByFlag("profile-frequency").Default)
 	}
 	if c.WarmupAuto {
 		c.Warmup = AutoWarmup(c.Duration)
@@ -185,7 +207,9 @@ type Step struct {
 	Seq       int // 1-based
 	Variant   string
 	Clients   int
-	Iteration int // 1-based
+	Iteration int // 1-based; 0 for the extra profiled run of one-per-cell
+	// Profiled says perf records the server during the run.
+	Profiled bool
 }
 
 // Plan returns the runs in the order they execute. Alternate: at each
@@ -214,13 +238,39 @@ func (c *Config) Plan() []Step {
 				cell[i].Iteration = count[cell[i].Variant]
 			}
 		}
+		if c.Profile == ProfileEveryRun {
+			for i := range cell {
+				cell[i].Profiled = true
+			}
+		}
 		steps = append(steps, cell...)
+	}
+	// One-per-cell profiles come after every measured run, so a campaign's
+	// measured runs are the same whether it profiles or not: each variant
+	// once per client count, in the order of the first iteration.
+	if c.Profile == ProfileOnePerCell {
+		for _, clients := range c.Clients {
+			for _, v := range c.Variants {
+				steps = append(steps, Step{Variant: v.Name, Clients: clients, Profiled: true})
+			}
+		}
 	}
 	for i := range steps {
 		steps[i].Seq = i + 1
 	}
 	return steps
 }
+
+// profileMode is Profile, "" read as none.
+func (c *Config) profileMode() string {
+	if c.Profile == "" {
+		return ProfileNone
+	}
+	return c.Profile
+}
+
+// profiling says the campaign records perf profiles.
+func (c *Config) profiling() bool { return c.profileMode() != ProfileNone }
 
 // startsServer says whether the run st starts a server when prev ran
 // just before it: the first run, a switch of variant (one server runs at a

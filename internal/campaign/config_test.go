@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -330,6 +331,10 @@ func TestValidate(t *testing.T) {
 		{"bad variant setting", func(c *Config) { c.Variants[1].Settings["work-mem"] = "1" }, `--variant: variant b: setting name "work-mem" is not valid`},
 		{"dotted variant setting", func(c *Config) { c.Variants[1].Settings["auto_explain.log_min_duration"] = "0" }, ""},
 		{"duplicate clients", func(c *Config) { c.Clients = []int{1, 8, 1} }, "--clients: client count 1 is given twice"},
+		{"unknown profile mode", func(c *Config) { c.Profile = "always" }, `--profile: "always", want none, one-per-cell or every-run`},
+		{"profile frequency too high", func(c *Config) { c.Profile, c.ProfileFrequency = ProfileEveryRun, 50000 }, "--profile-frequency: 50000 samples per second: want 1 to 10000"},
+		{"frequency without profiling", func(c *Config) { c.ProfileFrequency = 50000 }, ""},
+		{"wait sampling too fast", func(c *Config) { c.WaitSampleInterval = time.Millisecond }, "--wait-sample-interval: 1ms: want 0 (never) or from 10ms to 1m; sampling faster than that costs throughput"},
 	} {
 		c := valid()
 		tt.change(c)
@@ -366,5 +371,41 @@ func TestReproduceCommandSeed(t *testing.T) {
 	}
 	if got := strings.Join(cmd, " "); got != "pgbench-runner ab --order randomized" {
 		t.Errorf("reproduceCommand changed Command to %q", got)
+	}
+}
+
+// TestPlanProfiles checks where profiled runs go: every run with
+// every-run, one extra run per variant and client count after all the
+// measured ones with one-per-cell, which leaves the measured runs as they
+// are without profiling.
+func TestPlanProfiles(t *testing.T) {
+	base := func(mode string) *Config {
+		c := &Config{Variants: []Variant{{Name: "a"}, {Name: "b"}}, Clients: []int{1, 8}, Iterations: 2, Profile: mode}
+		c.Defaults()
+		return c
+	}
+	none, every, one := base(ProfileNone).Plan(), base(ProfileEveryRun).Plan(), base(ProfileOnePerCell).Plan()
+	if len(every) != len(none) || len(one) != len(none)+4 {
+		t.Fatalf("plans of %d, %d and %d runs; want 8, 8 and 12", len(none), len(every), len(one))
+	}
+	for i, st := range every {
+		if !st.Profiled || st.Variant != none[i].Variant || st.Iteration != none[i].Iteration {
+			t.Errorf("every-run step %d = %+v, want %+v profiled", i, st, none[i])
+		}
+	}
+	for i, st := range one[:len(none)] {
+		if st != none[i] {
+			t.Errorf("one-per-cell measured step %d = %+v, want %+v", i, st, none[i])
+		}
+	}
+	var extra []string
+	for _, st := range one[len(none):] {
+		if !st.Profiled || st.Iteration != 0 {
+			t.Errorf("extra step %+v, want profiled with iteration 0", st)
+		}
+		extra = append(extra, fmt.Sprintf("%s/c%d#%d", st.Variant, st.Clients, st.Seq))
+	}
+	if got, want := strings.Join(extra, " "), "a/c1#9 b/c1#10 a/c8#11 b/c8#12"; got != want {
+		t.Errorf("profiled runs %s, want %s", got, want)
 	}
 }

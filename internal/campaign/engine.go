@@ -37,6 +37,8 @@ type variantState struct {
 	settings map[string]string
 	version  string
 	observed string
+	// unwind is how perf unwinds this variant's stacks (profile.UnwindFor).
+	unwind string
 }
 
 type engine struct {
@@ -91,6 +93,9 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	start := time.Now()
 	e := &engine{cfg: cfg, emit: onEvent, byName: map[string]*variantState{}}
 	if err := e.pin(); err != nil {
+		return nil, err
+	}
+	if err := e.checkProfiling(ctx); err != nil {
 		return nil, err
 	}
 	// The lock comes before the journal is read, seed included.
@@ -482,6 +487,9 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		}
 	}
 	rel := filepath.Join("runs", fmt.Sprintf("%04d-%s-c%d-i%d", st.Seq, st.Variant, st.Clients, st.Iteration))
+	if st.Iteration == 0 {
+		rel = filepath.Join("runs", fmt.Sprintf("%04d-%s-c%d-profile", st.Seq, st.Variant, st.Clients))
+	}
 	dir := filepath.Join(e.cfg.OutDir, rel)
 	// A run cut short by a crash left its directory behind: start clean.
 	os.RemoveAll(dir)
@@ -493,7 +501,7 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	if start && e.cfg.Warmup > 0 {
 		w := e.cfg.runOptions(st.Clients)
 		w.Duration = e.cfg.Warmup
-		wout, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup.")
+		wout, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup.", nil)
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: warmup: %w", vs.Name, err)
 		}
@@ -511,13 +519,20 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		return nil, err
 	}
 	args := opts.Args()
-	started := time.Now().UTC()
-	stdout, stderrText, secs, err := e.pgbench(ctx, vs, args, dir, "")
+	ob, err := e.observeStart(ctx, vs, st, dir)
 	if err != nil {
+		return nil, err
+	}
+	started := time.Now().UTC()
+	stdout, stderrText, client, err := e.pgbench(ctx, vs, args, dir, "", ob.clientStarted)
+	secs := client.Duration.Seconds()
+	if err != nil {
+		ob.abort()
 		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w", vs.Name, st.Clients, st.Iteration, err)
 	}
 	outp, err := pgbench.ParseOutput(stdout + "\n" + stderrText)
 	if err != nil {
+		ob.abort()
 		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w; stderr: %s", vs.Name, st.Clients, st.Iteration, err, tail(stderrText, 4))
 	}
 	e.noteTPS(st.Clients, outp.TPS)
@@ -527,6 +542,9 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		LatencyMS:    report.Latency{Avg: outp.LatencyAvgMS, Stddev: outp.LatencyStddevMS},
 		Transactions: outp.Transactions, FailedTransactions: outp.Failed, PgbenchVersion: outp.Version,
 		SamplingRate: opts.SamplingRate, LogDir: rel,
+	}
+	if err := ob.finish(ctx, r, client); err != nil {
+		return nil, err
 	}
 	if ls, err := summarizeRunLogs(dir); err == nil {
 		r.LatencyMS.P50, r.LatencyMS.P95, r.LatencyMS.P99 = ls.P50, ls.P95, ls.P99
@@ -599,33 +617,36 @@ func summarizeRunLogs(dir string) (*pgbench.LogSummary, error) {
 
 // pgbench runs pgbench against vs as the PostgreSQL user, under the client
 // pinning. With dir set, its command line, stdout and stderr are kept there
-// (file names prefixed with name).
-func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, dir, name string) (stdout, stderrText string, secs float64, err error) {
-	cmd := vs.cluster.Command(e.clientWrap, "pgbench", append(args, e.connArgs(vs)...)...)
+// (file names prefixed with name). onStart (may be nil) gets the pid of
+// the pgbench process; the Result carries its wall and CPU time.
+func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, dir, name string, onStart func(pid int)) (stdout, stderrText string, res remote.Result, err error) {
+	wrap := append(append([]string{}, e.cfg.ClientPrefix...), e.clientWrap...)
+	cmd := vs.cluster.Command(wrap, "pgbench", append(args, e.connArgs(vs)...)...)
+	cmd.OnStart = onStart
 	if dir != "" {
 		fo, ferr := os.Create(filepath.Join(dir, name+"stdout"))
 		if ferr != nil {
-			return "", "", 0, fmt.Errorf("create %s: %w", dir, ferr)
+			return "", "", remote.Result{}, fmt.Errorf("create %s: %w", dir, ferr)
 		}
 		defer fo.Close()
 		fe, ferr := os.Create(filepath.Join(dir, name+"stderr"))
 		if ferr != nil {
-			return "", "", 0, fmt.Errorf("create %s: %w", dir, ferr)
+			return "", "", remote.Result{}, fmt.Errorf("create %s: %w", dir, ferr)
 		}
 		defer fe.Close()
 		cmd.OnStdout = func(line string) { fmt.Fprintln(fo, line) }
 		cmd.OnStderr = func(line string) { fmt.Fprintln(fe, line) }
 		os.WriteFile(filepath.Join(dir, name+"command"), []byte(strings.Join(cmd.Args, " ")+"\n"), 0o644)
 	}
-	res, err := vs.cluster.Run(ctx, cmd)
-	stdout, stderrText, secs = string(res.Stdout), string(res.Stderr), res.Duration.Seconds()
+	res, err = vs.cluster.Run(ctx, cmd)
+	stdout, stderrText = string(res.Stdout), string(res.Stderr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return stdout, stderrText, secs, ctx.Err()
+			return stdout, stderrText, res, ctx.Err()
 		}
-		return stdout, stderrText, secs, shortStderr(err, res)
+		return stdout, stderrText, res, shortStderr(err, res)
 	}
-	return stdout, stderrText, secs, nil
+	return stdout, stderrText, res, nil
 }
 
 // shortStderr keeps only the last lines of stderr in the error of a command
@@ -661,6 +682,10 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 	res.FinishedAt = now
 	res.WallSeconds = now.Sub(e.journal.StartedAt).Seconds()
 	res.Command = cfg.reproduceCommand()
+	res.Workload.Unwind = e.unwinding(ctx)
+	if err := attachProfiles(ctx, cfg.OutDir, res); err != nil {
+		return nil, err
+	}
 	res.Warnings = append(append([]string{}, e.warnings...), res.Warnings...)
 	facts := cfg.HostFacts
 	if facts == nil {

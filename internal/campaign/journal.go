@@ -43,6 +43,9 @@ type Definition struct {
 	ServerNUMA       string              `json:"server_numa"`
 	ClientNUMA       string              `json:"client_numa"`
 	SamplingRate     string              `json:"sampling_rate"`
+	// Profile changes the plan (one-per-cell adds runs) and what the
+	// statistics use (every-run), so a journal holds one mode.
+	Profile string `json:"profile,omitempty"`
 }
 
 // DefinitionVariant is a variant as the journal records it.
@@ -59,7 +62,7 @@ func (c *Config) definition() Definition {
 		Threads: c.Threads, DurationSeconds: c.Duration.Seconds(), Iterations: c.Iterations,
 		Protocol: c.Protocol, WarmupSeconds: c.Warmup.Seconds(), CheckpointBefore: c.CheckpointBefore,
 		Restart: c.Restart, Order: c.Order, ServerNUMA: c.ServerNUMA, ClientNUMA: c.ClientNUMA,
-		SamplingRate: c.SamplingRate,
+		SamplingRate: c.SamplingRate, Profile: c.profileMode(),
 	}
 	if c.Order == OrderRandomized {
 		d.Seed = c.Seed

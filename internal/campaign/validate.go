@@ -255,11 +255,31 @@ func (c *Config) Validate() error {
 			add(at("sampling-rate"), "Invalid Sampling Rate", "%q, want a fraction in (0, 1] or auto", c.SamplingRate)
 		}
 	}
+	if w := c.WaitSampleInterval; w != 0 && (w < MinWaitSampleInterval || w > time.Minute) {
+		add(at("wait-sample-interval"), "Invalid Wait Sample Interval", "%s: want 0 (never) or from %s to 1m; sampling faster than that costs throughput", w, MinWaitSampleInterval)
+	}
+	switch c.profileMode() {
+	case ProfileNone:
+	case ProfileOnePerCell, ProfileEveryRun:
+		if c.ProfileFrequency < 1 || c.ProfileFrequency > MaxProfileFrequency {
+			add(at("profile-frequency"), "Invalid Profile Frequency", "%d samples per second: want 1 to %d", c.ProfileFrequency, MaxProfileFrequency)
+		}
+	default:
+		add(at("profile"), "Invalid Profile Mode", "%q, want none, one-per-cell or every-run", c.Profile)
+	}
 	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
 		add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
 	}
 	return errors.Join(errs...)
 }
+
+// MinWaitSampleInterval is the shortest interval between two samples of
+// pg_stat_activity; MaxProfileFrequency the most samples per second perf
+// may take.
+const (
+	MinWaitSampleInterval = 10 * time.Millisecond
+	MaxProfileFrequency   = 10000
+)
 
 // CheckHost checks what Validate cannot: that the campaign directory is
 // given and that the files the definition names exist on this host.

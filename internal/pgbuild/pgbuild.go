@@ -138,6 +138,23 @@ func output(ctx context.Context, args ...string) (string, error) {
 	return string(res.Stdout), nil
 }
 
+// FramePointerFlags are what a build for profiling adds to its CFLAGS:
+// debug symbols, and frame pointers so perf can walk the call stacks
+// cheaply (perf record --call-graph fp).
+const FramePointerFlags = "-g -fno-omit-frame-pointer"
+
+// WithFramePointers is cflags with FramePointerFlags added; with none
+// given it starts from -O2, which configure would otherwise choose itself.
+func WithFramePointers(cflags string) string {
+	if strings.Contains(cflags, "-fno-omit-frame-pointer") {
+		return cflags
+	}
+	if strings.TrimSpace(cflags) == "" {
+		cflags = "-O2"
+	}
+	return strings.TrimSpace(cflags) + " " + FramePointerFlags
+}
+
 // keyInputs are everything the build key covers.
 type keyInputs struct {
 	sourceID string

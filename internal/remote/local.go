@@ -83,6 +83,9 @@ func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		return Result{}, &StartError{Command: name, Err: err}
 	}
+	if c.OnStart != nil {
+		c.OnStart(cmd.Process.Pid)
+	}
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -103,6 +106,7 @@ func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 	res := Result{Stdout: stdout.finish(), Stderr: stderr.finish(), Duration: time.Since(start)}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
+		res.UserTime, res.SystemTime = cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("%s: %w", name, ctx.Err())

@@ -57,6 +57,9 @@ type Command struct {
 	// SIGKILL; zero means DefaultKillGrace. Commands that stop servers on
 	// SIGTERM (pgbench-runner ab) need far longer than the default.
 	KillGrace time.Duration
+	// OnStart, when set, gets the process id of the command once it has
+	// started. Local commands only: over SSH the remote pid is not known.
+	OnStart func(pid int)
 }
 
 // DefaultKillGrace is the SIGTERM-to-SIGKILL grace of a cancelled command.
@@ -78,6 +81,10 @@ type Result struct {
 	Stderr   []byte
 	ExitCode int
 	Duration time.Duration
+	// UserTime and SystemTime are the CPU time the command's process used
+	// (its rusage: all its threads, and the children it waited for). Local
+	// commands only; zero over SSH.
+	UserTime, SystemTime time.Duration
 }
 
 // UploadResult reports what Upload did.

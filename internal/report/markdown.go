@@ -45,6 +45,8 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		writeResultsTable(&b, r, names)
 		writeStatisticsTable(&b, r, names)
 		writeLatencyTable(&b, r, names)
+		writeDifferedTable(&b, r)
+		writeProfiles(&b, r)
 	}
 
 	writeHost(&b, r.Sysinfo)

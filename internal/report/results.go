@@ -88,6 +88,13 @@ type Workload struct {
 	Seed             int64   `json:"seed"`
 	ServerNUMA       string  `json:"server_numa,omitempty"`
 	ClientNUMA       string  `json:"client_numa,omitempty"`
+	// Profile is the profiling mode: none, one-per-cell or every-run;
+	// Unwind how the profiles' call stacks were unwound (fp or dwarf) and
+	// ProfileOverheadPct the median TPS change of the profiled runs against
+	// the unprofiled ones of the same variant and cell (one-per-cell only).
+	Profile            string   `json:"profile,omitempty"`
+	Unwind             string   `json:"unwind,omitempty"`
+	ProfileOverheadPct *float64 `json:"profile_overhead_pct,omitempty"`
 }
 
 // Cell is one client count: each variant's statistics and the comparisons
@@ -113,6 +120,16 @@ type VariantCell struct {
 	LatencyMS Latency `json:"latency_ms"` // medians over the iterations
 	// DriftingRuns counts iterations whose per-second throughput drifted.
 	DriftingRuns int `json:"drifting_runs"`
+	// Counters is the median of each counter of Run.Counters over the
+	// iterations; CountersCompared the medians the comparisons rank (per
+	// transaction where PerTransaction says so, "/tx" appended).
+	Counters         map[string]float64 `json:"counters,omitempty"`
+	CountersCompared map[string]float64 `json:"counters_compared,omitempty"`
+	// ClientBoundRuns counts iterations whose client was saturated.
+	ClientBoundRuns int `json:"client_bound_runs,omitempty"`
+	// Profile is the variant's pprof file at this client count (all its
+	// profiled runs merged), relative to the campaign directory.
+	Profile string `json:"profile,omitempty"`
 }
 
 // Latency is in milliseconds. Percentiles come from pgbench's per-transaction
@@ -162,6 +179,12 @@ type Comparison struct {
 	// Note explains a verdict that could not have gone otherwise, e.g. too
 	// few runs for a test.
 	Note string `json:"note,omitempty"`
+	// Differed are the counters whose medians differ most between the two
+	// variants, largest ratio first (at most MaxDiffered).
+	Differed []CounterDiff `json:"differed,omitempty"`
+	// FlameGraph is the differential flame graph of the candidate's profile
+	// against the baseline's, relative to the campaign directory.
+	FlameGraph string `json:"flame_graph,omitempty"`
 }
 
 // Run is one pgbench execution, as appended to the journal.
@@ -197,4 +220,20 @@ type Run struct {
 	// LogDir is where the raw pgbench output and logs of the run are,
 	// relative to the campaign directory.
 	LogDir string `json:"log_dir"`
+	// Counters are the run's OS and PostgreSQL counters, deltas over the
+	// run, and its wait events as shares of the sampled active backends
+	// (names as internal/observe gives them: os.*, pg.*, wait.*); nil when
+	// not recorded.
+	Counters map[string]float64 `json:"counters,omitempty"`
+	// Client is pgbench's CPU use over the run; ClientBound says it used at
+	// least ClientBoundShare of what it may use, so the run may have
+	// measured the client rather than the server.
+	Client      *ClientCPU `json:"client,omitempty"`
+	ClientBound bool       `json:"client_bound,omitempty"`
+	// Profiled says perf recorded the server during the run; Profile is the
+	// run's pprof file, relative to the campaign directory. A profiled run
+	// of a campaign that does not profile every run is an extra run, left
+	// out of the statistics.
+	Profiled bool   `json:"profiled,omitempty"`
+	Profile  string `json:"profile,omitempty"`
 }

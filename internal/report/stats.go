@@ -199,6 +199,10 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 			if failed > 0 {
 				warn("clients=%d: variant %s had %d failed transactions", c, v.Name, failed)
 			}
+			if vc.ClientBoundRuns > 0 {
+				warn("clients=%d: %d of %d runs of variant %s were client-bound (pgbench used at least %.0f%% of the CPU it may use): the numbers may measure the client, not the server",
+					c, vc.ClientBoundRuns, len(rs), v.Name, ClientBoundShare*100)
+			}
 		}
 		if slope, ok := trend(perVariant); ok {
 			cell.DriftPctPerHour = &slope
@@ -216,7 +220,8 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 			} else {
 				inf = hodgesLehmann(tpsOf(br), tpsOf(cr))
 			}
-			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name})
+			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name,
+				Differed: differed(cell.Variants[base].CountersCompared, cell.Variants[v.Name].CountersCompared, MaxDiffered)})
 			all = append(all, pending{cell: i, idx: len(cell.Comparisons) - 1, inf: inf})
 		}
 		cells[i] = cell
@@ -312,7 +317,8 @@ func tpsOf(rs []Run) []float64 {
 // summarizeVariant returns the statistics of one variant at one client
 // count.
 func summarizeVariant(rs []Run) VariantCell {
-	vc := VariantCell{TPS: tpsOf(rs)}
+	vc := VariantCell{TPS: tpsOf(rs), ClientBoundRuns: clientBoundRuns(rs)}
+	vc.Counters, vc.CountersCompared = counterMedians(rs)
 	for _, r := range rs {
 		if r.Drift {
 			vc.DriftingRuns++
