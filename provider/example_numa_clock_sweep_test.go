@@ -2,11 +2,13 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
@@ -58,9 +60,15 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			ConfigStateChecks: slices.Concat(
 				abResultsChecks("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
 				abResultsChecks("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
-				abCollectedChecks("pgbench_ab_benchmark.read_only", 8, 8, "", &readOnly),
+				// read_only profiles one extra run per variant and client
+				// count: 8 measured, 4 profiled.
+				abCollectedChecks("pgbench_ab_benchmark.read_only", 12, 12, "", &readOnly),
 				abCollectedChecks("pgbench_ab_benchmark.read_write", 8, 8, "", &readWrite),
 				[]statecheck.StateCheck{
+					// The flame graph of each client count came home.
+					statecheck.ExpectKnownOutputValue("read_only_flame_graphs", knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringFunc(fileNotEmpty), knownvalue.StringFunc(fileNotEmpty),
+					})),
 					abUnder("pgbench_ab_benchmark.read_only", results),
 					abUnder("pgbench_ab_benchmark.read_write", results),
 				}),
@@ -85,4 +93,16 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			),
 		}},
 	})
+}
+
+// fileNotEmpty checks that path is a file with something in it.
+func fileNotEmpty(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("%s is empty", path)
+	}
+	return nil
 }

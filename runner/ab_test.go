@@ -326,3 +326,29 @@ func TestABEndToEndJSON(t *testing.T) {
 		t.Errorf("events = %v, want 2 run_start, 2 run_done, phases and one done", kinds)
 	}
 }
+
+// TestABProfileNeedsPerf checks that a profiling campaign on a host whose
+// perf cannot record stops before anything starts, with exit 3 and what to
+// install, and leaves no campaign directory behind.
+func TestABProfileNeedsPerf(t *testing.T) {
+	tools := t.TempDir()
+	// What Debian's /usr/bin/perf wrapper says when no perf matches the kernel.
+	script := "#!/bin/sh\necho 'WARNING: perf not found for kernel 6.18' >&2\nexit 2\n"
+	if err := os.WriteFile(filepath.Join(tools, "perf"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", tools+":"+os.Getenv("PATH"))
+	bin := fakeBin(t, allProgs...)
+	out := filepath.Join(t.TempDir(), "c")
+	code, stdout, stderr := runCapture(t, "ab", "--json", "--out", out, "--variant", "name=a,bin="+bin, "--variant", "name=b,bin="+bin,
+		"--clients", "1", "--profile", "one-per-cell")
+	if code != exitUnmet {
+		t.Fatalf("exit code = %d, want %d (stdout %s, stderr %s)", code, exitUnmet, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "linux-perf") || !strings.Contains(stdout, "perf not found for kernel") {
+		t.Errorf("the error does not say what is wrong and what to install: %s", stdout)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the campaign directory was made (%v): nothing may start before perf is known to work", err)
+	}
+}

@@ -159,6 +159,12 @@ variable "iterations" {
   default     = 3
 }
 
+variable "profile" {
+  description = "perf profiles of the read-only campaign: one-per-cell adds one profiled run per variant and client count (kept out of the statistics) and a differential flame graph of patched against stock; none to skip them."
+  type        = string
+  default     = "one-per-cell"
+}
+
 variable "server_numa" {
   description = "numactl placement of the postmaster: node 0, as the runbook insists."
   type        = string
@@ -207,7 +213,7 @@ resource "pgbench_host" "metal" {
   }
 
   bootstrap {
-    packages = ["numactl"]
+    packages = ["numactl", "linux-perf"]
   }
 
   tuning {
@@ -227,6 +233,8 @@ resource "pgbench_postgres_build" "stock" {
   }
   configure_flags = ["--with-libnuma"]
   install_deps    = true
+  # Frame pointers and symbols: the profiles show whole call stacks.
+  profiling = true
 
   timeouts {
     create = "90m"
@@ -243,6 +251,8 @@ resource "pgbench_postgres_build" "patched" {
   patches         = [for f in var.patch_files : file(f)]
   configure_flags = ["--with-libnuma"]
   install_deps    = true
+  # Frame pointers and symbols: the profiles show whole call stacks.
+  profiling = true
 
   timeouts {
     create = "90m"
@@ -291,6 +301,12 @@ resource "pgbench_ab_benchmark" "read_only" {
     duration   = var.duration
     warmup     = var.warmup
     iterations = var.iterations
+  }
+
+  # Why patched wins: the counters (on by default) and, with profile,
+  # where the server's CPU time went in each variant.
+  observe {
+    profile = var.profile
   }
 
   server_numa = var.server_numa
@@ -362,4 +378,10 @@ output "read_write_summary" {
 output "cost_usd" {
   description = "What the two campaigns cost at the instance's hourly price."
   value       = format("%.2f", pgbench_ab_benchmark.read_only.cost_usd + pgbench_ab_benchmark.read_write.cost_usd)
+}
+
+output "read_only_flame_graphs" {
+  description = "Per client count, the differential flame graph of patched against stock, collected on this machine (open it in a browser)."
+  value = [for c in pgbench_ab_benchmark.read_only.results :
+  c.comparisons[0].flame_graph == "" ? null : "${pgbench_ab_benchmark.read_only.local_report_dir}/${c.comparisons[0].flame_graph}"]
 }

@@ -37,8 +37,10 @@ type variantState struct {
 	settings map[string]string
 	version  string
 	observed string
-	// unwind is how perf unwinds this variant's stacks (profile.UnwindFor).
+	// unwind is how perf unwinds this variant's stacks (profile.UnwindFor);
+	// major its PostgreSQL major version, once the counters asked for it.
 	unwind string
+	major  int
 }
 
 type engine struct {

@@ -95,9 +95,12 @@ func (e *engine) observeStart(ctx context.Context, vs *variantState, st Step, di
 	if e.cfg.Counters {
 		o.osCfg = observe.OSConfig{DataDir: vs.cluster.DataDir, ServerCPUs: e.serverCPUs()}
 		var err error
-		if o.major, err = vs.cluster.Major(ctx); err != nil {
-			return nil, fmt.Errorf("variant %s: %w", vs.Name, err)
+		if vs.major == 0 {
+			if vs.major, err = vs.cluster.Major(ctx); err != nil {
+				return nil, fmt.Errorf("variant %s: %w", vs.Name, err)
+			}
 		}
+		o.major = vs.major
 		if err := waitClientsGone(ctx, vs); err != nil {
 			return nil, err
 		}
