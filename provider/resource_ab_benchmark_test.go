@@ -231,6 +231,14 @@ func TestABBenchmarkValidation(t *testing.T) {
   server_numa = "cpunodebind"`, abWorkload, abErr("Invalid NUMA Pinning", `server_numa: cpunodebind needs a node or cpu list, e.g. cpunodebind=0, in "cpunodebind"`)},
 		{"seed without randomized order", abTwoVariants + `
   seed = 7`, abWorkload, `(?s)Seed Without Randomized Order`},
+		{"unknown profile mode", abTwoVariants + `
+  observe {
+    profile = "always"
+  }`, abWorkload, abErr("Invalid Profile Mode", `observe.profile: "always", want none, one-per-cell or every-run`)},
+		{"wait sampling too fast", abTwoVariants + `
+  observe {
+    wait_sample_interval = "1ms"
+  }`, abWorkload, abErr("Invalid Wait Sample Interval", "observe.wait_sample_interval: 1ms: want 0 (never) or from 10ms to 1m")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
