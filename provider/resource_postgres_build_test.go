@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/profile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -125,6 +129,7 @@ resource "pgbench_postgres_build" "test" {
   }
   patches         = [file(%q)]
   configure_flags = ["--without-readline", "--without-icu"]
+  profiling       = true
   prefix          = %q
 }
 `, localConnectionHCL(runner), tb, patch, prefix)
@@ -152,6 +157,18 @@ resource "pgbench_postgres_build" "test" {
 						if _, err := os.Stat(filepath.Join(prefix, "bin", name)); err != nil {
 							return fmt.Errorf("built %s: %v", name, err)
 						}
+					}
+					// profiling: frame pointers and symbols, which perf's
+					// cheap unwinding needs.
+					out, err := exec.Command(filepath.Join(prefix, "bin", "pg_config"), "--cflags").Output()
+					if err != nil {
+						return fmt.Errorf("pg_config --cflags: %v", err)
+					}
+					if !strings.Contains(string(out), "-fno-omit-frame-pointer") || !strings.Contains(string(out), "-g") {
+						return fmt.Errorf("a profiling build's CFLAGS are %q, want -g -fno-omit-frame-pointer", strings.TrimSpace(string(out)))
+					}
+					if u := profile.UnwindFor(context.Background(), filepath.Join(prefix, "bin")); u != profile.UnwindFP {
+						return fmt.Errorf("unwinding for the profiling build: %s, want fp", u)
 					}
 					return nil
 				},
