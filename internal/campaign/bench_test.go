@@ -172,19 +172,9 @@ func BenchmarkObserveOverhead(b *testing.B) {
 	run := e.benchRun(b, vs, out, clients)
 	run()
 	pairs := max(b.N, *harnessPairs)
-	var ratios []float64
-	b.ResetTimer()
-	for i := 0; i < pairs; i++ {
-		var on, off float64
-		sides := []func(){
-			func() { e.cfg.Counters, e.cfg.WaitSampleInterval = true, 100*time.Millisecond; on = run().TPS },
-			func() { e.cfg.Counters, e.cfg.WaitSampleInterval = false, 0; off = run().TPS },
-		}
-		sides[i%2]()
-		sides[(i+1)%2]()
-		ratios = append(ratios, on/off)
-	}
-	b.StopTimer()
+	ratios := pairRatios(b, pairs,
+		func() float64 { e.cfg.Counters, e.cfg.WaitSampleInterval = true, 100*time.Millisecond; return run().TPS },
+		func() float64 { e.cfg.Counters, e.cfg.WaitSampleInterval = false, 0; return run().TPS })
 	m := median(ratios)
 	b.ReportMetric(m, "ratio")
 	b.Logf("%d pairs of %s runs: observed / unobserved median %.4f, quartiles %.4f..%.4f, range %.4f..%.4f",
@@ -192,6 +182,27 @@ func BenchmarkObserveOverhead(b *testing.B) {
 	if m < 0.995 {
 		b.Errorf("counters and wait sampling cost %.2f%% of TPS (median of %d pairs), more than 0.5%%", (1-m)*100, pairs)
 	}
+}
+
+// pairRatios runs pairs of on and off, the side that goes first
+// alternating, and returns each pair's on / off ratio; the benchmark's
+// timer runs over the pairs only.
+func pairRatios(b *testing.B, pairs int, on, off func() float64) []float64 {
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < pairs; i++ {
+		var x, y float64
+		if i%2 == 0 {
+			x = on()
+			y = off()
+		} else {
+			y = off()
+			x = on()
+		}
+		ratios = append(ratios, x/y)
+	}
+	b.StopTimer()
+	return ratios
 }
 
 // BenchmarkProfileOverhead measures what perf record of the server costs:
@@ -217,16 +228,7 @@ func BenchmarkProfileOverhead(b *testing.B) {
 	}
 	run(false)
 	pairs := max(b.N, *harnessPairs)
-	var ratios []float64
-	b.ResetTimer()
-	for i := 0; i < pairs; i++ {
-		var on, off float64
-		sides := []func(){func() { on = run(true) }, func() { off = run(false) }}
-		sides[i%2]()
-		sides[(i+1)%2]()
-		ratios = append(ratios, on/off)
-	}
-	b.StopTimer()
+	ratios := pairRatios(b, pairs, func() float64 { return run(true) }, func() float64 { return run(false) })
 	m := median(ratios)
 	b.ReportMetric(m, "ratio")
 	b.Logf("%d pairs of %s runs, unwinding %s: profiled / unprofiled median %.4f, quartiles %.4f..%.4f",
