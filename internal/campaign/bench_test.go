@@ -173,7 +173,10 @@ func BenchmarkObserveOverhead(b *testing.B) {
 	run()
 	pairs := max(b.N, *harnessPairs)
 	ratios := pairRatios(b, pairs,
-		func() float64 { e.cfg.Counters, e.cfg.WaitSampleInterval = true, 100*time.Millisecond; return run().TPS },
+		func() float64 {
+			e.cfg.Counters, e.cfg.WaitSampleInterval = true, 100*time.Millisecond
+			return run().TPS
+		},
 		func() float64 { e.cfg.Counters, e.cfg.WaitSampleInterval = false, 0; return run().TPS })
 	m := median(ratios)
 	b.ReportMetric(m, "ratio")

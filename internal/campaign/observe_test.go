@@ -196,7 +196,7 @@ func TestClientBoundIsFlagged(t *testing.T) {
 	cfg := &Config{
 		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
 		Settings: map[string]string{"shared_buffers": "32MB"},
-		Mode:     "select-only", Scale: 1, Clients: []int{4}, Threads: "1", Duration: 3 * time.Second, Iterations: 3,
+		Mode:     "select-only", Scale: 1, Clients: []int{4}, Threads: "1", Duration: 3 * time.Second, Iterations: 3, Warmup: time.Second,
 		Counters: true, OutDir: out, Clone: true, ClientPrefix: []string{wrapper},
 	}
 	res, err := Execute(context.Background(), cfg, nil)
