@@ -126,6 +126,7 @@ func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, abUnk
 		str(&c.Mode, w.Mode, wp.AtName("mode"))
 		str(&c.Script, w.Script, wp.AtName("script"))
 		num(&c.Scale, w.Scale, wp.AtName("scale"))
+		num(&c.Warehouses, w.Warehouses, wp.AtName("warehouses"))
 		cp := wp.AtName("clients")
 		if w.Clients.IsUnknown() {
 			u.add(cp)

@@ -24,7 +24,7 @@ func (p *abProgress) event(e campaign.Event) {
 	}
 	msg := "campaign: " + e.String()
 	fields := map[string]any{"seq": e.Seq, "total": e.Total, "variant": e.Variant, "clients": e.Clients, "iteration": e.Iteration}
-	for k, v := range map[string]*float64{"tps": e.TPS, "seconds": e.Seconds, "elapsed_seconds": e.ElapsedSeconds, "eta_seconds": e.ETASeconds} {
+	for k, v := range map[string]*float64{"tps": e.TPS, "nopm": e.NOPM, "seconds": e.Seconds, "elapsed_seconds": e.ElapsedSeconds, "eta_seconds": e.ETASeconds} {
 		if v != nil {
 			fields[k] = *v
 		}

@@ -32,6 +32,9 @@ var abVariantCellAttrTypes = map[string]attr.Type{
 	"drifting_runs":     types.Int64Type,
 	"client_bound_runs": types.Int64Type,
 	"profile":           types.StringType,
+	"nopm":              types.ListType{ElemType: types.Float64Type},
+	"median_nopm":       types.Float64Type,
+	"median_tpm":        types.Float64Type,
 }
 
 var abDifferedAttrTypes = map[string]attr.Type{
@@ -83,6 +86,9 @@ type abVariantCellModel struct {
 	DriftingRuns int64     `tfsdk:"drifting_runs"`
 	ClientBound  int64     `tfsdk:"client_bound_runs"`
 	Profile      string    `tfsdk:"profile"`
+	NOPM         []float64 `tfsdk:"nopm"`
+	MedianNOPM   float64   `tfsdk:"median_nopm"`
+	MedianTPM    float64   `tfsdk:"median_tpm"`
 }
 
 type abDifferedModel struct {
@@ -145,7 +151,7 @@ func abResultsAttribute() schema.ListNestedAttribute {
 							"median_tps":     f("Median TPS over the iterations."),
 							"min_tps":        f("Lowest TPS of the iterations."),
 							"max_tps":        f("Highest TPS of the iterations."),
-							"cv":             f("Coefficient of variation (stddev / mean) of TPS, a fraction."),
+							"cv":             f("Coefficient of variation (stddev / mean) of TPS (NOPM in mode `tpcc`), a fraction."),
 							"iqr_tps":        f("Interquartile range of TPS over the iterations."),
 							"latency_avg_ms": f("Median over the iterations of pgbench's average latency, in ms."),
 							"latency_p99_ms": f("Median over the iterations of the 99th percentile latency, in ms (0 when pgbench's log was not available)."),
@@ -155,6 +161,10 @@ func abResultsAttribute() schema.ListNestedAttribute {
 								MarkdownDescription: "Iterations whose pgbench used at least 90% of the CPU it may use (its threads, affinity and cgroup quota): " +
 									"their TPS may measure the client, not the server. 0 without `observe.counters`."},
 							"profile": s("The variant's pprof profile at this client count (all its profiled runs merged), relative to the report directory; empty without `observe.profile`."),
+							"nopm": schema.ListAttribute{Computed: true, ElementType: types.Float64Type,
+								MarkdownDescription: "Mode `tpcc`: new orders per minute of every iteration, in run order (empty otherwise). The verdicts of a TPC-C campaign are on NOPM."},
+							"median_nopm": f("Mode `tpcc`: median NOPM over the iterations; 0 otherwise."),
+							"median_tpm":  f("Mode `tpcc`: median TPM (completed transactions of every type per minute) over the iterations; 0 otherwise."),
 						},
 					},
 				},
@@ -169,7 +179,7 @@ func abResultsAttribute() schema.ListNestedAttribute {
 								"`hodges-lehmann-mann-whitney` (order `randomized`: the Hodges-Lehmann shift of log TPS with the exact Mann-Whitney test and interval)."),
 							"n_baseline":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Baseline runs the method used (pairs, when paired)."},
 							"n_candidate": schema.Int64Attribute{Computed: true, MarkdownDescription: "Candidate runs the method used (pairs, when paired)."},
-							"delta_pct":   f("The method's estimate of the candidate's change in TPS, in %: the geometric mean of the pairs' ratios, or the Hodges-Lehmann shift."),
+							"delta_pct":   f("The method's estimate of the candidate's change in TPS (NOPM in mode `tpcc`), in %: the geometric mean of the pairs' ratios, or the Hodges-Lehmann shift."),
 							"ci_low_pct":  f("Lower bound of the delta's interval at `ci_level`, in %; null when the runs are too few (under 3 pairs, or 4 runs per side)."),
 							"ci_high_pct": f("Upper bound of the delta's interval at `ci_level`, in %; null when the runs are too few."),
 							"ci_level": f("Confidence level of the interval: 0.95 for one comparison at alpha 0.05, higher where Holm's correction asks for it, " +
@@ -199,20 +209,25 @@ func abResultsAttribute() schema.ListNestedAttribute {
 	}
 }
 
+// orEmpty is xs, or an empty list for nil: a known, empty list in state.
+func orEmpty(xs []float64) []float64 {
+	if xs == nil {
+		return []float64{}
+	}
+	return xs
+}
+
 // abResultsValue converts results.json cells into the typed `results` list.
 func abResultsValue(ctx context.Context, res *report.Results) (types.List, error) {
 	cells := make([]abCellModel, 0, len(res.Cells))
 	for _, c := range res.Cells {
 		m := abCellModel{Clients: int64(c.Clients), DriftPctPerHour: types.Float64PointerValue(c.DriftPctPerHour), Variants: map[string]abVariantCellModel{}, Comparisons: []abComparisonModel{}}
 		for name, v := range c.Variants {
-			tps := v.TPS
-			if tps == nil {
-				tps = []float64{}
-			}
 			m.Variants[name] = abVariantCellModel{
-				TPS: tps, MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV, IQRTPS: v.IQRTPS,
+				TPS: orEmpty(v.TPS), MedianTPS: v.MedianTPS, MinTPS: v.MinTPS, MaxTPS: v.MaxTPS, CV: v.CV, IQRTPS: v.IQRTPS,
 				LatencyAvgMS: v.LatencyMS.Avg, LatencyP99MS: v.LatencyMS.P99, DriftingRuns: int64(v.DriftingRuns),
 				ClientBound: int64(v.ClientBoundRuns), Profile: v.Profile,
+				NOPM: orEmpty(v.NOPM), MedianNOPM: v.MedianNOPM, MedianTPM: v.MedianTPM,
 			}
 		}
 		for _, cmp := range c.Comparisons {

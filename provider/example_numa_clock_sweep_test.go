@@ -43,6 +43,9 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 		"duration":                   config.StringVariable("1s"),
 		"warmup":                     config.StringVariable("1s"),
 		"iterations":                 config.IntegerVariable(2),
+		"tpcc_warehouses":            config.IntegerVariable(1),
+		"tpcc_clients":               config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
+		"tpcc_warmup":                config.StringVariable("1s"),
 	}
 	// The example leaves local_dir at its default: the reports come home,
 	// over SSH, into pgbench-results/<id> in the working directory.
@@ -60,10 +63,12 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			ConfigStateChecks: slices.Concat(
 				abResultsChecks("pgbench_ab_benchmark.read_only", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
 				abResultsChecks("pgbench_ab_benchmark.read_write", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
+				abResultsChecks("pgbench_ab_benchmark.tpcc", []string{"stock", "patched"}, []int{1, 2}, 2, new(string)),
 				// read_only profiles one extra run per variant and client
 				// count: 8 measured, 4 profiled.
 				abCollectedChecks("pgbench_ab_benchmark.read_only", 12, 12, "", &readOnly),
 				abCollectedChecks("pgbench_ab_benchmark.read_write", 8, 8, "", &readWrite),
+				abCollectedChecks("pgbench_ab_benchmark.tpcc", 8, 8, "", new(string)),
 				[]statecheck.StateCheck{
 					// The flame graph of each client count came home.
 					statecheck.ExpectKnownOutputValue("read_only_flame_graphs", knownvalue.ListExact([]knownvalue.Check{
@@ -71,13 +76,15 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 					})),
 					abUnder("pgbench_ab_benchmark.read_only", results),
 					abUnder("pgbench_ab_benchmark.read_write", results),
+					abUnder("pgbench_ab_benchmark.tpcc", results),
 				}),
 			Check: resource.ComposeTestCheckFunc(
 				ec2Only(sim, 1, nil),
 				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.hourly_price_usd", "14.45"),
 				resource.TestCheckResourceAttr("pgbench_host.metal", "ec2.availability_zone", "us-east-2a"),
+				tpccResultsCheck("pgbench_ab_benchmark.tpcc", []string{"stock", "patched"}, 2, 2),
 				func(s *terraform.State) error {
-					for _, name := range []string{"pgbench_ab_benchmark.read_only", "pgbench_ab_benchmark.read_write"} {
+					for _, name := range []string{"pgbench_ab_benchmark.read_only", "pgbench_ab_benchmark.read_write", "pgbench_ab_benchmark.tpcc"} {
 						a := s.RootModule().Resources[name].Primary.Attributes
 						var cost, wall float64
 						if _, err := fmt.Sscan(a["cost_usd"], &cost); err != nil {
@@ -93,6 +100,28 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 			),
 		}},
 	})
+}
+
+// tpccResultsCheck checks a TPC-C campaign's results: every cell's
+// variants have one NOPM per iteration, a median NOPM and a median TPM
+// above it (TPM counts every transaction type, NOPM only new orders).
+func tpccResultsCheck(name string, variants []string, cells, iterations int) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		a := s.RootModule().Resources[name].Primary.Attributes
+		for c := range cells {
+			for _, v := range variants {
+				at := fmt.Sprintf("results.%d.variants.%s.", c, v)
+				var nopm, tpm float64
+				fmt.Sscan(a[at+"median_nopm"], &nopm)
+				fmt.Sscan(a[at+"median_tpm"], &tpm)
+				if !(nopm > 0 && tpm > nopm) || a[at+"nopm.#"] != fmt.Sprint(iterations) {
+					return fmt.Errorf("%s %s: median_nopm %q, median_tpm %q, %s NOPM values; want %d, 0 < NOPM < TPM",
+						name, at, a[at+"median_nopm"], a[at+"median_tpm"], a[at+"nopm.#"], iterations)
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // fileNotEmpty checks that path is a file with something in it.

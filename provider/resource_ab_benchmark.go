@@ -166,6 +166,8 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"mode":   schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.mode")},
 					"script": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.script")},
 					"scale":  schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.scale")},
+					"warehouses": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.warehouses",
+						"A dataset already loaded in the campaign's data directory with another size, or by another version of the driver, is an error, not reloaded.")},
 					"clients": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
 						PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 						MarkdownDescription: "Client counts, e.g. `[1, 16, 64]` (required)."},
@@ -572,6 +574,7 @@ type abWorkloadModel struct {
 	Mode             types.String  `tfsdk:"mode"`
 	Script           types.String  `tfsdk:"script"`
 	Scale            types.Int64   `tfsdk:"scale"`
+	Warehouses       types.Int64   `tfsdk:"warehouses"`
 	Clients          types.List    `tfsdk:"clients"`
 	Duration         types.String  `tfsdk:"duration"`
 	Iterations       types.String  `tfsdk:"iterations"`

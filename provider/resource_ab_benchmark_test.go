@@ -235,6 +235,23 @@ func TestABBenchmarkValidation(t *testing.T) {
   observe {
     profile = "always"
   }`, abWorkload, abErr("Invalid Profile Mode", `observe.profile: "always", want none, one-per-cell or every-run`)},
+		{"tpcc without warehouses", abTwoVariants, `
+  workload {
+    mode    = "tpcc"
+    clients = [8]
+  }`, abErr("Invalid Warehouses", "workload.warehouses: 0: workload.mode tpcc needs a dataset of at least 1 warehouse")},
+		{"warehouses without tpcc", abTwoVariants, `
+  workload {
+    clients    = [8]
+    warehouses = 10
+  }`, abErr("Warehouses Without TPC-C", `workload.warehouses: only with workload.mode tpcc; workload.mode is "select-only"`)},
+		{"max_connections too low", abTwoVariants + `
+  settings = { max_connections = "40" }`, `
+  workload {
+    mode       = "tpcc"
+    warehouses = 10
+    clients    = [16, 64]
+  }`, abErr("max_connections Too Low", `settings["max_connections"]: variant small: max_connections = 40 cannot take 64 clients and the runner's 2 own connections: raise max_connections to at least 66`)},
 		{"wait sampling too fast", abTwoVariants + `
   observe {
     wait_sample_interval = "1ms"

@@ -32,7 +32,7 @@ func (c *Config) cellLength(runs map[int]report.Run, clients int) (n, need int, 
 	}
 	for _, r := range runs {
 		if s, known := tps[r.Variant]; known && r.Clients == clients && r.Iteration >= 1 && r.Iteration <= first {
-			s[r.Iteration-1] = r.TPS
+			s[r.Iteration-1] = r.Value(c.metric())
 		}
 	}
 	for _, s := range tps {

@@ -45,6 +45,7 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.StringVar(&c.Mode, "mode", "", u("mode"))
 	fs.StringVar(&c.Script, "script", "", u("script"))
 	fs.IntVar(&c.Scale, "scale", 0, u("scale"))
+	fs.IntVar(&c.Warehouses, "warehouses", 0, u("warehouses"))
 	fs.StringVar(&f.clients, "clients", "", u("clients"))
 	fs.StringVar(&c.Threads, "threads", "", u("threads"))
 	fs.DurationVar(&c.Duration, "duration", 0, u("duration"))
@@ -186,6 +187,11 @@ func (c *Config) Args() []string {
 	add("mode", c.Mode)
 	add("script", c.Script)
 	add("scale", strconv.Itoa(c.Scale))
+	// Only TPC-C has warehouses: other campaigns keep the arguments (and
+	// so the key) they had before there was a TPC-C.
+	if c.Warehouses != 0 {
+		add("warehouses", strconv.Itoa(c.Warehouses))
+	}
 	clients := make([]string, len(c.Clients))
 	for i, n := range c.Clients {
 		clients[i] = strconv.Itoa(n)

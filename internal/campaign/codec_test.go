@@ -67,6 +67,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			Duration: time.Minute, IterationsAuto: true}},
 		{"sampling rate one", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}}, Clients: []int{1}, SamplingRate: "1"}},
 		{"tiny sampling rate", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}}, Clients: []int{1}, SamplingRate: "1e-06"}},
+		{"tpcc", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Mode: ModeTPCC, Warehouses: 1000,
+			Clients: []int{64, 192}, Duration: 5 * time.Minute, Iterations: 5, WarmupAuto: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { roundTrip(t, tt.c) })
@@ -90,7 +92,7 @@ func TestEncodeDecodeRandom(t *testing.T) {
 			Duration: time.Duration(rng.IntN(1000)) * time.Second, Warmup: time.Duration(rng.IntN(100)) * time.Second,
 			Mode: pick(), Script: pick(), Protocol: pick(), Restart: pick(), Order: pick(),
 			ServerNUMA: pick(), ClientNUMA: pick(), SamplingRate: pick(), CheckpointBefore: rng.IntN(2) == 0, Clone: rng.IntN(2) == 0,
-			Alpha: rng.Float64()}
+			Alpha: rng.Float64(), Warehouses: max(0, rng.IntN(200)-100)}
 		for i := rng.IntN(4); i > 0; i-- {
 			c.Clients = append(c.Clients, rng.IntN(200)-10)
 		}
@@ -217,8 +219,9 @@ func TestFields(t *testing.T) {
 		!d.WarmupAuto || d.Warmup != 15*time.Second || d.SamplingRate != "auto" {
 		t.Errorf("DefaultConfig = %+v, want the table's defaults", d)
 	}
-	// Every flag is written; the adaptive ones with iterations auto.
-	d.SeedSet, d.OutDir, d.DataDir = true, "/o", "/d"
+	// Every flag is written; the adaptive ones with iterations auto,
+	// warehouses when there are some.
+	d.SeedSet, d.OutDir, d.DataDir, d.Warehouses = true, "/o", "/d", 3
 	d.IterationsAuto, d.TargetCIPct, d.MinIterations, d.MaxIterations = true, 1, 6, 30
 	d.Variants = []Variant{{Name: "a", BinDir: "/b", Settings: map[string]string{"k": "v"}}}
 	d.Settings = map[string]string{"k": "v"}
@@ -268,6 +271,7 @@ func TestKey(t *testing.T) {
 		"shared setting":  func(c *Config) { c.Settings["fsync"] = "on" },
 		"mode":            func(c *Config) { c.Mode = "tpcb" },
 		"scale":           func(c *Config) { c.Scale = 2 },
+		"warehouses":      func(c *Config) { c.Mode, c.Warehouses = ModeTPCC, 2 },
 		"clients":         func(c *Config) { c.Clients = []int{4, 1} },
 		"threads":         func(c *Config) { c.Threads = "2" },
 		"duration":        func(c *Config) { c.Duration = 2 * time.Second },

@@ -26,6 +26,7 @@ const ResultsFile = "results.json"
 func summarize(def Definition, variants []report.Variant, runs []report.Run, alpha float64) (*report.Results, error) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].Seq < runs[j].Seq })
 	an := report.AnalysisFor(def.Order, alpha)
+	an.Metric = def.metric()
 	if def.IterationsAuto {
 		an.FirstStage = def.MinIterations
 	}
@@ -58,7 +59,7 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 		SchemaVersion: report.SchemaVersion,
 		Variants:      variants,
 		Workload: report.Workload{
-			Mode: def.Mode, Script: def.Script, Scale: def.Scale, Clients: def.Clients, Threads: def.Threads,
+			Mode: def.Mode, Script: def.Script, Scale: def.Scale, Warehouses: def.Warehouses, Metric: def.metric(), Clients: def.Clients, Threads: def.Threads,
 			DurationSeconds: def.DurationSeconds, Iterations: def.Iterations, IterationsAuto: def.IterationsAuto,
 			TargetCIPct: def.TargetCIPct, MinIterations: def.MinIterations, MaxIterations: def.MaxIterations, Protocol: def.Protocol,
 			WarmupSeconds: def.WarmupSeconds, CheckpointBefore: def.CheckpointBefore, Restart: def.Restart,

@@ -25,6 +25,9 @@ const (
 	ProfileOnePerCell = "one-per-cell"
 	ProfileEveryRun   = "every-run"
 
+	// ModeTPCC is TPC-C through internal/tpcc rather than a pgbench mode.
+	ModeTPCC = "tpcc"
+
 	RestartNever = "never"
 	RestartCell  = "cell"
 	RestartRun   = "run"
@@ -49,12 +52,14 @@ type Config struct {
 	// Settings are shared by all variants; a variant's own win.
 	Settings map[string]string
 
-	Mode     string
-	Script   string // custom mode: path of the pgbench script
-	Scale    int
-	Clients  []int
-	Threads  string // a number or "auto" (min(clients, CPUs))
-	Duration time.Duration
+	Mode   string
+	Script string // custom mode: path of the pgbench script
+	Scale  int
+	// Warehouses is the size of a TPC-C dataset (mode tpcc only).
+	Warehouses int
+	Clients    []int
+	Threads    string // a number or "auto" (min(clients, CPUs))
+	Duration   time.Duration
 	// Iterations is the number of runs per variant in every cell; with
 	// IterationsAuto each cell chooses its own (see Adaptive).
 	Iterations     int
@@ -126,7 +131,16 @@ type Config struct {
 	// ClientPrefix goes before the client's command line, ahead of its
 	// pinning (tests: a wrapper that puts pgbench in a throttled cgroup).
 	ClientPrefix []string `json:"-"`
+	// TPCCDriver is the command that runs `pgbench-runner tpcc` for mode
+	// tpcc; nil means this executable (tests run themselves).
+	TPCCDriver []string `json:"-"`
 }
+
+// tpcc says the campaign runs TPC-C rather than pgbench.
+func (c *Config) tpcc() bool { return c.Mode == ModeTPCC }
+
+// metric is the campaign's figure of merit: NOPM for TPC-C, else TPS.
+func (c *Config) metric() string { return Definition{Mode: c.Mode}.metric() }
 
 // Defaults fills the zero fields that have a default in Fields (and a
 // variant's huge pages, and the data directory under OutDir). Numbers keep

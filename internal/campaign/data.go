@@ -17,6 +17,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
 // baseConf is initdb's postgresql.conf, kept so each campaign renders its
@@ -26,12 +27,22 @@ const baseConf = "postgresql.conf.pgbench-base"
 // Stamp describes a loaded dataset, next to its data directory
 // (ROOT/<variant>.stamp.json), so a later campaign can reuse it.
 type Stamp struct {
-	BinDir         string    `json:"bin_dir"`
-	Version        string    `json:"version"`
-	CatalogVersion string    `json:"catalog_version"`
-	Scale          int       `json:"scale"`
-	LoadedAt       time.Time `json:"loaded_at"`
-	ClonedFrom     string    `json:"cloned_from,omitempty"`
+	BinDir         string `json:"bin_dir"`
+	Version        string `json:"version"`
+	CatalogVersion string `json:"catalog_version"`
+	// Workload is ModeTPCC for a TPC-C dataset of Warehouses loaded by
+	// Driver (tpcc.Version), "" for pgbench's tables at Scale.
+	Workload   string    `json:"workload,omitempty"`
+	Scale      int       `json:"scale"`
+	Warehouses int       `json:"warehouses,omitempty"`
+	Driver     string    `json:"driver,omitempty"`
+	LoadedAt   time.Time `json:"loaded_at"`
+	ClonedFrom string    `json:"cloned_from,omitempty"`
+	// LoadSeconds, Bytes and LoadCheck are a TPC-C load's time, the
+	// database's size after it and its consistency check.
+	LoadSeconds float64                  `json:"load_seconds,omitempty"`
+	Bytes       int64                    `json:"bytes,omitempty"`
+	LoadCheck   *report.ConsistencyCheck `json:"load_check,omitempty"`
 }
 
 func stampPath(root, variant string) string { return filepath.Join(root, variant+".stamp.json") }

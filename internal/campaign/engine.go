@@ -19,6 +19,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tpcc"
 )
 
 // SysinfoFile is the host facts document written next to the results.
@@ -190,7 +191,7 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 			if r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
 				return nil, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
 			}
-			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS)})
+			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS), NOPM: nopmPtr(r)})
 			prev = &steps[i]
 			continue
 		}
@@ -213,7 +214,14 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		elapsed := time.Since(runStart).Seconds()
 		remaining := e.count(steps[i+1:], true)
 		e.emit(Event{Event: "run_done", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
-			TPS: ptr(r.TPS), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
+			TPS: ptr(r.TPS), NOPM: nopmPtr(*r), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
+	}
+	// A TPC-C campaign that ran anything checks its datasets afterwards:
+	// a driver or server that broke them broke the measurement too.
+	if e.cfg.tpcc() && done > 0 {
+		if err := e.finalChecks(ctx); err != nil {
+			return nil, wrapCtx(ctx, err)
+		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
 	err = e.stopRunning(stopCtx)
@@ -345,9 +353,14 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 		return fmt.Errorf("variant %s: %w", vs.Name, err)
 	}
 	sp := stampPath(e.cfg.DataDir, vs.Name)
-	if st, err := readStamp(sp); err == nil && st.Version == vs.version && st.Scale == e.cfg.Scale && st.BinDir == vs.BinDir && isDataDir(c.DataDir) {
-		e.phase("reuse %s dataset (scale %d, loaded %s)", vs.Name, st.Scale, st.LoadedAt.Format(time.RFC3339))
-		return renderConf(c, vs.settings)
+	if st, err := readStamp(sp); err == nil && isDataDir(c.DataDir) {
+		if err := e.cfg.guardDataset(vs, st); err != nil {
+			return err
+		}
+		if st.Version == vs.version && st.BinDir == vs.BinDir && e.cfg.sameDataset(st) {
+			e.phase("reuse %s dataset (%s, loaded %s)", vs.Name, e.cfg.datasetWanted(), st.LoadedAt.Format(time.RFC3339))
+			return renderConf(c, vs.settings)
+		}
 	}
 	// Loading (or cloning) keeps the machine busy: never beside another
 	// campaign's measured runs.
@@ -366,7 +379,8 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 	if err != nil {
 		return fmt.Errorf("variant %s: %w", vs.Name, err)
 	}
-	stamp := &Stamp{BinDir: vs.BinDir, Version: vs.version, CatalogVersion: cat, Scale: e.cfg.Scale}
+	stamp := &Stamp{BinDir: vs.BinDir, Version: vs.version, CatalogVersion: cat}
+	e.cfg.stampWorkload(stamp)
 	if i > 0 && e.cfg.Clone {
 		first := e.vars[0]
 		fst, err := readStamp(stampPath(e.cfg.DataDir, first.Name))
@@ -386,6 +400,7 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 				return fmt.Errorf("variant %s: %w", vs.Name, err)
 			}
 			stamp.ClonedFrom, stamp.LoadedAt = first.Name, time.Now().UTC()
+			stamp.Bytes, stamp.LoadCheck = fst.Bytes, fst.LoadCheck
 			return writeStamp(sp, stamp)
 		}
 		if err == nil {
@@ -398,10 +413,16 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 	if err := e.ensure(ctx, vs); err != nil {
 		return err
 	}
-	e.phase("load %s: pgbench -i -s %d", vs.Name, e.cfg.Scale)
-	res, err := c.Run(ctx, c.Command(nil, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...))
-	if err != nil {
-		return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w", vs.Name, e.cfg.Scale, shortStderr(err, res))
+	if e.cfg.tpcc() {
+		if err := e.loadTPCC(ctx, vs, stamp); err != nil {
+			return err
+		}
+	} else {
+		e.phase("load %s: pgbench -i -s %d", vs.Name, e.cfg.Scale)
+		res, err := c.Run(ctx, c.Command(nil, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...))
+		if err != nil {
+			return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w", vs.Name, e.cfg.Scale, shortStderr(err, res))
+		}
 	}
 	if _, err := c.Psql(ctx, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("variant %s: checkpoint after load: %w", vs.Name, err)
@@ -501,14 +522,8 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 	// A server just started runs slower at first (cold shared buffers and
 	// caches): its first measured run follows an unrecorded warm-up.
 	if start && e.cfg.Warmup > 0 {
-		w := e.cfg.runOptions(st.Clients)
-		w.Duration = e.cfg.Warmup
-		wout, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup.", nil)
-		if err != nil {
+		if err := e.warmup(ctx, vs, st, dir); err != nil {
 			return nil, fmt.Errorf("variant %s: warmup: %w", vs.Name, err)
-		}
-		if o, err := pgbench.ParseOutput(wout); err == nil {
-			e.noteTPS(st.Clients, o.TPS)
 		}
 	}
 	if e.cfg.CheckpointBefore {
@@ -516,38 +531,83 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 			return nil, fmt.Errorf("variant %s: checkpoint: %w", vs.Name, err)
 		}
 	}
-	opts := e.measuredRun(st.Clients, dir)
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	args := opts.Args()
 	ob, err := e.observeStart(ctx, vs, st, dir)
 	if err != nil {
 		return nil, err
 	}
 	started := time.Now().UTC()
-	stdout, stderrText, client, err := e.pgbench(ctx, vs, args, dir, "", ob.clientStarted)
-	secs := client.Duration.Seconds()
+	var r *report.Run
+	var client remote.Result
+	if e.cfg.tpcc() {
+		var rr *tpcc.RunResult
+		if rr, client, err = e.runTPCC(ctx, vs, st, e.cfg.Duration, dir, "", ob.clientStarted); err == nil {
+			r = tpccRun(rr)
+		}
+	} else {
+		r, client, err = e.pgbenchRun(ctx, vs, st, dir, ob.clientStarted)
+	}
 	if err != nil {
 		ob.abort()
-		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w", vs.Name, st.Clients, st.Iteration, err)
+		return nil, err
 	}
-	outp, err := pgbench.ParseOutput(stdout + "\n" + stderrText)
-	if err != nil {
-		ob.abort()
-		return nil, fmt.Errorf("variant %s, %d clients, iteration %d: %w; stderr: %s", vs.Name, st.Clients, st.Iteration, err, tail(stderrText, 4))
-	}
-	e.noteTPS(st.Clients, outp.TPS)
-	r := &report.Run{
-		Seq: st.Seq, Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
-		TPS: outp.TPS, StartedAt: started, Seconds: secs,
-		LatencyMS:    report.Latency{Avg: outp.LatencyAvgMS, Stddev: outp.LatencyStddevMS},
-		Transactions: outp.Transactions, FailedTransactions: outp.Failed, PgbenchVersion: outp.Version,
-		SamplingRate: opts.SamplingRate, LogDir: rel,
+	r.Seq, r.Variant, r.Clients, r.Iteration, r.StartedAt, r.LogDir = st.Seq, st.Variant, st.Clients, st.Iteration, started, rel
+	if r.Seconds == 0 {
+		r.Seconds = client.Duration.Seconds()
 	}
 	if err := ob.finish(ctx, r, client); err != nil {
 		return nil, err
 	}
+	if !e.cfg.tpcc() {
+		e.summarizeLogs(r, st, dir)
+	}
+	return r, nil
+}
+
+// warmup is the unrecorded run after a server start.
+func (e *engine) warmup(ctx context.Context, vs *variantState, st Step, dir string) error {
+	if e.cfg.tpcc() {
+		_, _, err := e.runTPCC(ctx, vs, st, e.cfg.Warmup, dir, "warmup.", nil)
+		return err
+	}
+	w := e.cfg.runOptions(st.Clients)
+	w.Duration = e.cfg.Warmup
+	wout, _, _, err := e.pgbench(ctx, vs, w.Args(), dir, "warmup.", nil)
+	if err != nil {
+		return err
+	}
+	if o, err := pgbench.ParseOutput(wout); err == nil {
+		e.noteTPS(st.Clients, o.TPS)
+	}
+	return nil
+}
+
+// pgbenchRun is the measured pgbench run of a step: its output parsed,
+// the client's process result beside it.
+func (e *engine) pgbenchRun(ctx context.Context, vs *variantState, st Step, dir string, onStart func(int)) (*report.Run, remote.Result, error) {
+	opts := e.measuredRun(st.Clients, dir)
+	if err := opts.Validate(); err != nil {
+		return nil, remote.Result{}, err
+	}
+	stdout, stderrText, client, err := e.pgbench(ctx, vs, opts.Args(), dir, "", onStart)
+	if err != nil {
+		return nil, client, fmt.Errorf("variant %s, %d clients, iteration %d: %w", vs.Name, st.Clients, st.Iteration, err)
+	}
+	outp, err := pgbench.ParseOutput(stdout + "\n" + stderrText)
+	if err != nil {
+		return nil, client, fmt.Errorf("variant %s, %d clients, iteration %d: %w; stderr: %s", vs.Name, st.Clients, st.Iteration, err, tail(stderrText, 4))
+	}
+	e.noteTPS(st.Clients, outp.TPS)
+	return &report.Run{
+		TPS: outp.TPS, Seconds: client.Duration.Seconds(),
+		LatencyMS:    report.Latency{Avg: outp.LatencyAvgMS, Stddev: outp.LatencyStddevMS},
+		Transactions: outp.Transactions, FailedTransactions: outp.Failed, PgbenchVersion: outp.Version,
+		SamplingRate: opts.SamplingRate,
+	}, client, nil
+}
+
+// summarizeLogs reads a pgbench run's per-transaction log into r (latency
+// percentiles, the per-second series and its drift), then compresses it.
+func (e *engine) summarizeLogs(r *report.Run, st Step, dir string) {
 	if ls, err := summarizeRunLogs(dir); err == nil {
 		r.LatencyMS.P50, r.LatencyMS.P95, r.LatencyMS.P99 = ls.P50, ls.P95, ls.P99
 		r.LoggedTransactions = ls.Count
@@ -564,7 +624,6 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 			e.warn("run %d (%s, %d clients): %v", st.Seq, st.Variant, st.Clients, err)
 		}
 	}
-	return r, nil
 }
 
 // measuredRun is the pgbench run of a measured step at a client count,
@@ -685,6 +744,9 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 	res.WallSeconds = now.Sub(e.journal.StartedAt).Seconds()
 	res.Command = cfg.reproduceCommand()
 	res.Workload.Unwind = e.unwinding(ctx)
+	if cfg.tpcc() {
+		res.Workload.TPCC = e.tpccDatasets()
+	}
 	if err := attachProfiles(ctx, cfg.OutDir, res); err != nil {
 		return nil, err
 	}

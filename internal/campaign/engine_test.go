@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tpcc"
 )
 
 const pgBinDir = "/usr/lib/postgresql/15/bin"
@@ -26,12 +28,43 @@ const pgBinDir = "/usr/lib/postgresql/15/bin"
 // exit, so a test can kill -9 a real campaign process mid-run.
 const childEnv = "PGBENCH_CAMPAIGN_CHILD"
 
+// tpccDriverEnv makes the test binary act as `pgbench-runner tpcc`, the
+// TPC-C driver a campaign of mode tpcc runs (see testDriver).
+const tpccDriverEnv = "PGBENCH_TPCC_DRIVER_CHILD"
+
+// testDriver is the Config.TPCCDriver of tests: this binary, as the driver.
+func testDriver() []string {
+	exe, _ := os.Executable()
+	return []string{"env", tpccDriverEnv + "=1", exe}
+}
+
+// tpccDriver is `pgbench-runner tpcc ... --json` in the test binary.
+func tpccDriver(args []string) int {
+	args = slices.DeleteFunc(args, func(a string) bool { return a == "--json" })
+	action, o, err := tpcc.Parse(args)
+	if err == nil {
+		var res any
+		if res, err = tpcc.Do(context.Background(), action, o, nil); err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(res)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
 func TestMain(m *testing.M) {
+	if os.Getenv(tpccDriverEnv) == "1" {
+		os.Exit(tpccDriver(os.Args[1:]))
+	}
 	if path := os.Getenv(childEnv); path != "" {
 		b, err := os.ReadFile(path)
 		if err == nil {
 			var cfg Config
 			if err = json.Unmarshal(b, &cfg); err == nil {
+				cfg.TPCCDriver = testDriver()
 				_, err = Execute(context.Background(), &cfg, nil)
 			}
 		}
@@ -291,36 +324,7 @@ func TestKillAndResume(t *testing.T) {
 		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off", Settings: map[string]string{"work_mem": "8MB"}}},
 		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 2 * time.Second, Iterations: 3, OutDir: out,
 	}
-	b, _ := json.Marshal(cfg)
-	cfg.Defaults()
-	cfgFile := filepath.Join(filepath.Dir(out), "config.json")
-	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	child := exec.Command(exe, "-test.run=^$")
-	child.Env = append(os.Environ(), childEnv+"="+cfgFile)
-	var childErr bytes.Buffer
-	child.Stderr = &childErr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for journalRuns(t, out) < 2 {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatalf("child never journaled 2 runs: %s", childErr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// Mid-run: the third run is in flight.
-	time.Sleep(800 * time.Millisecond)
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
-	before := journalRuns(t, out)
-	if before < 2 || before >= 6 {
-		t.Fatalf("journal has %d runs after the kill, want 2..5", before)
-	}
+	before := killMidCampaign(t, cfg, 2, 6)
 	j, err := openJournal(out, cfg.definition(), false, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +350,46 @@ func TestKillAndResume(t *testing.T) {
 			t.Errorf("run %d after resume = %v at %v, want the journaled %v at %v", seq, got.TPS, got.StartedAt, r.TPS, r.StartedAt)
 		}
 	}
+}
+
+// killMidCampaign runs cfg in a child process, kills it with SIGKILL
+// while the run after the first `after` journaled ones is in flight, and
+// returns how many runs the journal holds; it fails unless that is at
+// least after and fewer than total.
+func killMidCampaign(t *testing.T, cfg *Config, after, total int) int {
+	t.Helper()
+	out := cfg.OutDir
+	b, _ := json.Marshal(cfg)
+	cfg.Defaults()
+	cfgFile := filepath.Join(filepath.Dir(out), "config.json")
+	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	child := exec.Command(exe, "-test.run=^$")
+	child.Env = append(os.Environ(), childEnv+"="+cfgFile)
+	var childErr bytes.Buffer
+	child.Stderr = &childErr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for journalRuns(t, out) < after {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatalf("child never journaled %d runs: %s", after, childErr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Mid-run: the next run is in flight.
+	time.Sleep(800 * time.Millisecond)
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	n := journalRuns(t, out)
+	if n < after || n >= total {
+		t.Fatalf("journal has %d runs after the kill, want %d..%d", n, after, total-1)
+	}
+	return n
 }
 
 // TestHugePagesOnWithoutPool starts a huge_pages=on variant with an empty

@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+
 	"fmt"
 	"time"
 )
@@ -30,6 +32,7 @@ type Event struct {
 	Clients        int      `json:"clients,omitempty"`
 	Iteration      int      `json:"iteration,omitempty"`
 	TPS            *float64 `json:"tps,omitempty"`
+	NOPM           *float64 `json:"nopm,omitempty"` // TPC-C runs
 	Seconds        *float64 `json:"seconds,omitempty"`
 	ElapsedSeconds *float64 `json:"elapsed_seconds,omitempty"`
 	ETASeconds     *float64 `json:"eta_seconds,omitempty"`
@@ -48,9 +51,9 @@ func (e Event) String() string {
 	case EventRunStart:
 		return fmt.Sprintf("run %d/%d started: %s, %d clients, iteration %d", e.Seq, e.Total, e.Variant, e.Clients, e.Iteration)
 	case EventRunSkipped:
-		return fmt.Sprintf("%s: in the journal (%.1f tps)", run, value(e.TPS))
+		return fmt.Sprintf("%s: in the journal (%s)", run, e.rate())
 	case EventRunDone:
-		return fmt.Sprintf("%s: %.1f tps in %.1fs, elapsed %s, ETA %s", run, value(e.TPS), value(e.Seconds),
+		return fmt.Sprintf("%s: %s in %.1fs, elapsed %s, ETA %s", run, e.rate(), value(e.Seconds),
 			seconds(value(e.ElapsedSeconds)), seconds(value(e.ETASeconds)))
 	case EventDone:
 		return "done in " + seconds(value(e.WallSeconds))
@@ -63,7 +66,23 @@ func (e Event) String() string {
 	return e.Event
 }
 
+// rate is a run's throughput: NOPM for TPC-C, else TPS.
+func (e Event) rate() string {
+	if e.NOPM != nil {
+		return fmt.Sprintf("%.0f NOPM, %.1f tps", *e.NOPM, value(e.TPS))
+	}
+	return fmt.Sprintf("%.1f tps", value(e.TPS))
+}
+
 func ptr(f float64) *float64 { return &f }
+
+// nopmPtr is a run's NOPM for an event; nil for pgbench runs.
+func nopmPtr(r report.Run) *float64 {
+	if r.NOPM == 0 {
+		return nil
+	}
+	return ptr(r.NOPM)
+}
 
 func value(f *float64) float64 {
 	if f == nil {

@@ -26,6 +26,7 @@ type Definition struct {
 	Mode             string              `json:"mode"`
 	Script           string              `json:"script,omitempty"`
 	Scale            int                 `json:"scale"`
+	Warehouses       int                 `json:"warehouses,omitempty"`
 	Clients          []int               `json:"clients"`
 	Threads          string              `json:"threads"`
 	DurationSeconds  float64             `json:"duration_seconds"`
@@ -48,6 +49,14 @@ type Definition struct {
 	Profile string `json:"profile,omitempty"`
 }
 
+// metric is the definition's figure of merit: NOPM for TPC-C, else TPS.
+func (d Definition) metric() string {
+	if d.Mode == ModeTPCC {
+		return report.MetricNOPM
+	}
+	return report.MetricTPS
+}
+
 // DefinitionVariant is a variant as the journal records it.
 type DefinitionVariant struct {
 	Name      string            `json:"name"`
@@ -58,7 +67,7 @@ type DefinitionVariant struct {
 
 func (c *Config) definition() Definition {
 	d := Definition{
-		Settings: c.Settings, Mode: c.Mode, Script: c.Script, Scale: c.Scale, Clients: c.Clients,
+		Settings: c.Settings, Mode: c.Mode, Script: c.Script, Scale: c.Scale, Warehouses: c.Warehouses, Clients: c.Clients,
 		Threads: c.Threads, DurationSeconds: c.Duration.Seconds(), Iterations: c.Iterations,
 		Protocol: c.Protocol, WarmupSeconds: c.Warmup.Seconds(), CheckpointBefore: c.CheckpointBefore,
 		Restart: c.Restart, Order: c.Order, ServerNUMA: c.ServerNUMA, ClientNUMA: c.ClientNUMA,

@@ -169,8 +169,26 @@ func (c *Config) Validate() error {
 			add(p, "Invalid Setting Name", "setting name %q is not valid", k)
 		}
 	}
-	if _, err := pgbench.ParseMode(c.Mode); err != nil {
-		add(at("mode"), "Unknown Workload Mode", "%v", err)
+	if _, err := pgbench.ParseMode(c.Mode); err != nil && !c.tpcc() {
+		add(at("mode"), "Unknown Workload Mode", "%v, or %s for TPC-C", err, ModeTPCC)
+	}
+	switch {
+	case c.tpcc() && c.Warehouses < 1:
+		add(at("warehouses"), "Invalid Warehouses", "%d: %s %s needs a dataset of at least 1 warehouse (about 100 MB each)", c.Warehouses, ref("mode"), ModeTPCC)
+	case !c.tpcc() && c.Warehouses != 0:
+		add(at("warehouses"), "Warehouses Without TPC-C", "only with %s %s; %s is %q", ref("mode"), ModeTPCC, ref("mode"), c.Mode)
+	}
+	if c.tpcc() {
+		// pgbench's own options mean nothing to the TPC-C driver, which
+		// runs one connection per client with prepared calls and keeps no
+		// per-transaction log.
+		for _, f := range []struct {
+			flag, value string
+		}{{"threads", c.Threads}, {"protocol", c.Protocol}, {"sampling-rate", c.SamplingRate}} {
+			if def := FieldByFlag(f.flag).Default; f.value != def {
+				add(at(f.flag), "Not A TPC-C Setting", "%q: %s applies to pgbench modes only; leave it at %s with %s %s", f.value, ref(f.flag), def, ref("mode"), ModeTPCC)
+			}
+		}
 	}
 	switch {
 	case c.Mode == string(pgbench.ModeCustom) && c.Script == "":
@@ -178,7 +196,7 @@ func (c *Config) Validate() error {
 	case c.Mode != string(pgbench.ModeCustom) && c.Script != "":
 		add(at("script"), "Script Without Custom Mode", "only with %s custom; %s is %q", ref("mode"), ref("mode"), c.Mode)
 	}
-	if c.Scale < 1 {
+	if c.Scale < 1 && !c.tpcc() {
 		add(at("scale"), "Invalid Scale", "%d must be at least 1", c.Scale)
 	}
 	if len(c.Clients) == 0 {
@@ -267,10 +285,50 @@ func (c *Config) Validate() error {
 	default:
 		add(at("profile"), "Invalid Profile Mode", "%q, want none, one-per-cell or every-run", c.Profile)
 	}
+	errs = append(errs, c.checkConnections()...)
 	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
 		add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
 	}
 	return errors.Join(errs...)
+}
+
+// RunnerConnections is how many connections the runner opens beside the
+// clients of a measured run: the wait-event sampler and the counters' (or
+// the TPC-C driver's meter) session.
+const RunnerConnections = 2
+
+// checkConnections refuses a variant whose max_connections cannot take
+// the largest client count and the runner's own connections: the run
+// would fail at its first connection. Everything connects as the
+// superuser postgres, so the slots reserved for superusers count too.
+func (c *Config) checkConnections() []error {
+	maxClients := 0
+	for _, n := range c.Clients {
+		maxClients = max(maxClients, n)
+	}
+	var errs []error
+	for i, v := range c.Variants {
+		val, ok := c.settingsFor(v)["max_connections"]
+		if !ok {
+			continue
+		}
+		p := at("set")
+		if _, own := v.Settings["max_connections"]; own {
+			p = variantAt(i, "settings")
+		}
+		p.Key = "max_connections"
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if err != nil {
+			errs = append(errs, invalid(p, "Invalid max_connections", "variant %s: max_connections = %q is not a number", v.Name, val))
+			continue
+		}
+		if need := maxClients + RunnerConnections; n < need {
+			errs = append(errs, invalid(p, "max_connections Too Low",
+				"variant %s: max_connections = %d cannot take %d clients and the runner's %d own connections: raise max_connections to at least %d",
+				v.Name, n, maxClients, RunnerConnections, need))
+		}
+	}
+	return errs
 }
 
 // MinWaitSampleInterval is the shortest interval between two samples of

@@ -71,6 +71,50 @@ func TestValidateAll(t *testing.T) {
 	}
 }
 
+// TestValidateTPCC checks what only a TPC-C campaign asks, and the
+// connections any campaign needs.
+func TestValidateTPCC(t *testing.T) {
+	base := func() *Config {
+		c := &Config{Variants: []Variant{{Name: "a", BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Mode: ModeTPCC, Warehouses: 4,
+			Clients: []int{8, 32}, Duration: time.Minute, Iterations: 5}
+		c.Defaults()
+		return c
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("a valid TPC-C campaign: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		want   string // the error's flag path and text
+	}{
+		{"no warehouses", func(c *Config) { c.Warehouses = 0 }, "--warehouses: 0: --mode tpcc needs a dataset of at least 1 warehouse"},
+		{"negative warehouses", func(c *Config) { c.Warehouses = -3 }, "--warehouses: -3: --mode tpcc needs"},
+		{"warehouses without tpcc", func(c *Config) { c.Mode, c.Scale = "select-only", 10 }, `--warehouses: only with --mode tpcc; --mode is "select-only"`},
+		{"pgbench threads", func(c *Config) { c.Threads = "4" }, `--threads: "4": --threads applies to pgbench modes only`},
+		{"pgbench protocol", func(c *Config) { c.Protocol = "prepared" }, "--protocol applies to pgbench modes only"},
+		{"shared max_connections", func(c *Config) { c.Settings["max_connections"] = "20" },
+			"--set: variant a: max_connections = 20 cannot take 32 clients and the runner's 2 own connections: raise max_connections to at least 34"},
+		{"a variant's max_connections", func(c *Config) { c.Variants[1].Settings["max_connections"] = "33" },
+			"--variant: variant b: max_connections = 33 cannot take 32 clients"},
+		{"max_connections not a number", func(c *Config) { c.Settings["max_connections"] = "many" }, `max_connections = "many" is not a number`},
+	} {
+		c := base()
+		tc.change(c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	// Enough connections, and the variant's own setting winning over the shared one.
+	c := base()
+	c.Settings["max_connections"] = "10"
+	c.Variants[0].Settings["max_connections"], c.Variants[1].Settings["max_connections"] = "34", "100"
+	if err := c.Validate(); err != nil {
+		t.Errorf("max_connections 34 and 100 for 32 clients: %v", err)
+	}
+}
+
 // TestValidationErrorText renders the same error for the runner (flags)
 // and for another reader (here, upper-cased names).
 func TestValidationErrorText(t *testing.T) {

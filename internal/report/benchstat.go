@@ -61,6 +61,11 @@ func WriteBenchstat(w io.Writer, r *Results, variant string) error {
 		if run.Variant != variant {
 			continue
 		}
+		if wl.Metric == MetricNOPM {
+			fmt.Fprintf(&b, "BenchmarkTPCC/warehouses=%d/clients=%d 1 %s nopm %s tpm\n", wl.Warehouses, run.Clients,
+				strconv.FormatFloat(run.NOPM, 'f', -1, 64), strconv.FormatFloat(run.TPM, 'f', -1, 64))
+			continue
+		}
 		fmt.Fprintf(&b, "BenchmarkPgbench/mode=%s/clients=%d 1 %s tps\n", mode, run.Clients, strconv.FormatFloat(run.TPS, 'f', -1, 64))
 	}
 	_, err := io.WriteString(w, b.String())

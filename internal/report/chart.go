@@ -72,11 +72,15 @@ type errorPoints struct {
 func buildChart(r *Results) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "pgbench " + r.Workload.Mode
-	if r.Workload.Scale > 0 {
+	switch {
+	case r.Workload.Metric == MetricNOPM:
+		p.Title.Text = fmt.Sprintf("TPC-C, %s", plural(r.Workload.Warehouses, "warehouse"))
+	case r.Workload.Scale > 0:
 		p.Title.Text += fmt.Sprintf(", scale %d", r.Workload.Scale)
 	}
 	p.X.Label.Text = "clients"
-	p.Y.Label.Text = "TPS (median, min-max bars)"
+	metric := r.Workload.Metric
+	p.Y.Label.Text = MetricLabel(metric) + " (median, min-max bars)"
 	p.Legend.Top = true
 	p.Legend.Left = true
 	// Keep the legend off the Y axis labels.
@@ -87,11 +91,11 @@ func buildChart(r *Results) (*plot.Plot, error) {
 	maxTPS := 0.0
 	for _, c := range r.Cells {
 		for _, vc := range c.Variants {
-			if len(vc.TPS) > 0 {
+			if _, _, hi, _, ok := figures(vc, metric); ok {
 				if !slices.Contains(clients, c.Clients) {
 					clients = append(clients, c.Clients)
 				}
-				maxTPS = max(maxTPS, vc.MaxTPS)
+				maxTPS = max(maxTPS, hi)
 			}
 		}
 	}
@@ -117,12 +121,12 @@ func buildChart(r *Results) (*plot.Plot, error) {
 	for i, v := range r.Variants {
 		var pts errorPoints
 		for _, c := range cells {
-			vc, ok := c.Variants[v.Name]
-			if !ok || len(vc.TPS) == 0 {
+			med, lo, hi, _, ok := figures(c.Variants[v.Name], metric)
+			if !ok {
 				continue
 			}
-			pts.XYs = append(pts.XYs, plotter.XY{X: float64(c.Clients), Y: vc.MedianTPS})
-			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{vc.MedianTPS - vc.MinTPS, vc.MaxTPS - vc.MedianTPS})
+			pts.XYs = append(pts.XYs, plotter.XY{X: float64(c.Clients), Y: med})
+			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{med - lo, hi - med})
 		}
 		if len(pts.XYs) == 0 {
 			continue

@@ -110,6 +110,7 @@ var csvHeader = []string{
 	"seq", "variant", "clients", "iteration", "tps",
 	"latency_avg_ms", "latency_stddev_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
 	"transactions", "failed_transactions", "started_at", "seconds", "drift", "drift_pct",
+	"nopm", "tpm",
 }
 
 // WriteCSV writes results.csv: a header and one row per run in run order.
@@ -128,6 +129,7 @@ func WriteCSV(w io.Writer, r *Results) error {
 			optFloat(l.Avg), optFloat(l.Stddev), optFloat(l.P50), optFloat(l.P95), optFloat(l.P99),
 			strconv.FormatInt(run.Transactions, 10), strconv.FormatInt(run.FailedTransactions, 10),
 			fmtTime(run.StartedAt), fmtFloat(run.Seconds), strconv.FormatBool(run.Drift), fmtFloat(run.DriftPct),
+			optFloat(run.NOPM), optFloat(run.TPM),
 		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write csv: %w", err)

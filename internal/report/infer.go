@@ -274,12 +274,13 @@ func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g float64) 
 // logPct turns a log ratio into a percentage change.
 func logPct(logRatio float64) float64 { return math.Expm1(logRatio) * 100 }
 
-// trend is the drift of log TPS over run order within a cell, with a term
-// per variant so that the A/B difference is not mistaken for drift: the
-// slope of the within-variant deviations of log TPS against the
+// trend is the drift of the log of the figure of merit (metric) over run
+// order within a cell, with a term per variant so that the A/B difference
+// is not mistaken for drift: the slope of the within-variant deviations of
+// its log against the
 // within-variant deviations of start time. It returns the slope in percent
 // (log points) per hour and false when the cell has too few runs or no time spread.
-func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
+func trend(byVariant [][]Run, metric string) (pctPerHour float64, ok bool) {
 	var xs, ys []float64
 	for _, rs := range byVariant {
 		if len(rs) < 2 {
@@ -288,11 +289,12 @@ func trend(byVariant [][]Run) (pctPerHour float64, ok bool) {
 		t0 := rs[0].StartedAt
 		var tx, ly []float64
 		for _, r := range rs {
-			if r.TPS <= 0 {
+			v := r.Value(metric)
+			if v <= 0 {
 				continue
 			}
 			tx = append(tx, r.StartedAt.Sub(t0).Hours())
-			ly = append(ly, math.Log(r.TPS))
+			ly = append(ly, math.Log(v))
 		}
 		mx, my := stat.Mean(tx, nil), stat.Mean(ly, nil)
 		for i := range tx {

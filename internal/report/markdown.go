@@ -19,7 +19,10 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	var b strings.Builder
 	wl := r.Workload
 	title := "pgbench A/B"
-	if wl.Mode != "" {
+	switch {
+	case wl.Metric == MetricNOPM:
+		title = fmt.Sprintf("TPC-C A/B: %s", plural(wl.Warehouses, "warehouse"))
+	case wl.Mode != "":
 		title += ": " + wl.Mode
 		if wl.Scale > 0 {
 			title += fmt.Sprintf(", scale %d", wl.Scale)
@@ -37,7 +40,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			runs = fmt.Sprintf("%d to %d iterations%s (each client count ran as many as an interval of ±%g%% needs)",
 				wl.MinIterations, wl.MaxIterations, durationText(wl.DurationSeconds), wl.TargetCIPct)
 		}
-		fmt.Fprintf(&b, "Median TPS of %s per variant and client count, min-max in parentheses. ", runs)
+		fmt.Fprintf(&b, "Median %s of %s per variant and client count, min-max in parentheses. ", MetricLabel(wl.Metric), runs)
 		if len(names) > 1 {
 			b.WriteString(methodSentence(r, names[0]))
 		}
@@ -45,6 +48,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		writeResultsTable(&b, r, names)
 		writeStatisticsTable(&b, r, names)
 		writeLatencyTable(&b, r, names)
+		writeTPCCTables(&b, r, names)
 		writeDifferedTable(&b, r)
 		writeProfiles(&b, r)
 	}
@@ -106,12 +110,12 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 	for _, cell := range r.Cells {
 		fmt.Fprintf(b, "| %d |", cell.Clients)
 		for _, n := range names {
-			vc, ok := cell.Variants[n]
-			if !ok || len(vc.TPS) == 0 {
+			med, lo, hi, _, ok := figures(cell.Variants[n], r.Workload.Metric)
+			if !ok {
 				b.WriteString(" n/a |")
 				continue
 			}
-			fmt.Fprintf(b, " %.1f (%.1f-%.1f) |", vc.MedianTPS, vc.MinTPS, vc.MaxTPS)
+			fmt.Fprintf(b, " %.1f (%.1f-%.1f) |", med, lo, hi)
 		}
 		for _, c := range cands {
 			cmp, ok := findComparison(cell, base, c)
@@ -136,17 +140,18 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 // verdicts in one sentence a reviewer can check.
 func methodSentence(r *Results, base string) string {
 	var m string
+	metric := MetricLabel(r.Workload.Metric)
 	switch r.Method {
 	case MethodPairedT:
-		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s TPS ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
-			"interval and p from a paired t test on the log ratios", mdText(base))
+		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s %s ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
+			"interval and p from a paired t test on the log ratios", mdText(base), metric)
 	case MethodPairedTTwoStage:
-		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s TPS ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
+		m = fmt.Sprintf("Delta: geometric mean of the candidate/%s %s ratios of runs paired by iteration (the alternating order runs each pair back to back); "+
 			"iterations chosen per cell from its first stage to reach the target interval, interval and p from Stein's two-stage t test on the log ratios "+
-			"(spread from the first stage)", mdText(base))
+			"(spread from the first stage)", mdText(base), metric)
 	case MethodHodgesLehmann:
-		m = fmt.Sprintf("Delta: Hodges-Lehmann shift of log TPS, candidate vs %s (runs in randomized order, unpaired); "+
-			"interval and p from the exact Mann-Whitney test", mdText(base))
+		m = fmt.Sprintf("Delta: Hodges-Lehmann shift of log %s, candidate vs %s (runs in randomized order, unpaired); "+
+			"interval and p from the exact Mann-Whitney test", metric, mdText(base))
 	default:
 		m = "Delta: candidate vs " + mdText(base)
 	}
@@ -165,9 +170,10 @@ func writeStatisticsTable(b *strings.Builder, r *Results, names []string) {
 		return
 	}
 	base := names[0]
-	b.WriteString("\nStatistics: n = runs used per side (pairs when paired); CV and IQR of TPS per side; " +
-		"MDE = change detectable with 80% power at this noise; drift = TPS trend across the cell's runs.\n\n")
-	b.WriteString("| clients | comparison | n | CV | IQR (tps) | CI level | p | p adjusted | MDE | drift |\n")
+	metric := MetricLabel(r.Workload.Metric)
+	fmt.Fprintf(b, "\nStatistics: n = runs used per side (pairs when paired); CV and IQR of %s per side; "+
+		"MDE = change detectable with 80%% power at this noise; drift = %s trend across the cell's runs.\n\n", metric, metric)
+	fmt.Fprintf(b, "| clients | comparison | n | CV | IQR (%s) | CI level | p | p adjusted | MDE | drift |\n", strings.ToLower(metric))
 	b.WriteString("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, cell := range r.Cells {
 		for _, cmp := range cell.Comparisons {
@@ -184,11 +190,88 @@ func writeStatisticsTable(b *strings.Builder, r *Results, names []string) {
 			if cmp.CILowPct != nil {
 				level = fmt.Sprintf("%.4g%%", cmp.CILevel*100)
 			}
+			_, _, _, biqr, _ := figures(bv, r.Workload.Metric)
+			_, _, _, ciqr, _ := figures(cv, r.Workload.Metric)
 			fmt.Fprintf(b, "| %d | %s vs %s | %d / %d | %.2f%% / %.2f%% | %.1f / %.1f | %s | %s | %s | %s | %s |\n",
 				cell.Clients, mdCell(cmp.Candidate), mdCell(base), cmp.NBaseline, cmp.NCandidate,
-				bv.CV*100, cv.CV*100, bv.IQRTPS, cv.IQRTPS, level, pValue(cmp.PValue), pValue(cmp.PAdjusted), mde, drift)
+				bv.CV*100, cv.CV*100, biqr, ciqr, level, pValue(cmp.PValue), pValue(cmp.PAdjusted), mde, drift)
 		}
 	}
+}
+
+// figures are a variant cell's median, min, max and IQR of the figure of
+// merit; ok is false when the cell has no runs.
+func figures(vc VariantCell, metric string) (median, lo, hi, iqr float64, ok bool) {
+	if metric == MetricNOPM {
+		return vc.MedianNOPM, vc.MinNOPM, vc.MaxNOPM, vc.IQRNOPM, len(vc.NOPM) > 0
+	}
+	return vc.MedianTPS, vc.MinTPS, vc.MaxTPS, vc.IQRTPS, len(vc.TPS) > 0
+}
+
+// writeTPCCTables gives TPC-C's transactions per minute and its latencies
+// per transaction type, then what happened to each variant's dataset.
+func writeTPCCTables(b *strings.Builder, r *Results, names []string) {
+	if r.Workload.Metric != MetricNOPM {
+		return
+	}
+	b.WriteString("\nTPC-C: median TPM (completed transactions of every type per minute), then latency in ms per transaction type, median over the iterations: average / p95 / p99.\n\n| clients | transaction |")
+	for _, n := range names {
+		fmt.Fprintf(b, " %s |", mdCell(n))
+	}
+	b.WriteString("\n|--:|:--|" + strings.Repeat("--:|", len(names)) + "\n")
+	for _, cell := range r.Cells {
+		fmt.Fprintf(b, "| %d | TPM |", cell.Clients)
+		for _, n := range names {
+			fmt.Fprintf(b, " %.0f |", cell.Variants[n].MedianTPM)
+		}
+		b.WriteString("\n")
+		for _, typ := range tpccTypes {
+			fmt.Fprintf(b, "| %d | %s |", cell.Clients, typ)
+			for _, n := range names {
+				l, ok := cell.Variants[n].TypeLatencyMS[typ]
+				if !ok {
+					b.WriteString(" n/a |")
+					continue
+				}
+				fmt.Fprintf(b, " %s / %s / %s |", msText(l.Avg), msText(l.P95), msText(l.P99))
+			}
+			b.WriteString("\n")
+		}
+	}
+	t := r.Workload.TPCC
+	if t == nil || len(t.Datasets) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nTPC-C datasets (%s): load, and the consistency conditions of clause 3.3.2 after the load and after the last run.\n\n", mdText(t.Driver))
+	b.WriteString("| variant | load | size | after load | after the runs |\n|:--|--:|--:|:--|:--|\n")
+	for _, n := range names {
+		d, ok := t.Datasets[n]
+		if !ok {
+			continue
+		}
+		load := humanSeconds(d.LoadSeconds)
+		if d.ClonedFrom != "" {
+			load = "cloned from " + mdCell(d.ClonedFrom)
+		}
+		size := "n/a"
+		if d.Bytes > 0 {
+			size = fmt.Sprintf("%.0f MB", float64(d.Bytes)/(1<<20))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdCell(n), load, size, checkText(d.LoadCheck), checkText(d.FinalCheck))
+	}
+}
+
+// tpccTypes are TPC-C's transaction types in the order reports list them.
+var tpccTypes = []string{"new_order", "payment", "order_status", "delivery", "stock_level"}
+
+func checkText(c *ConsistencyCheck) string {
+	switch {
+	case c == nil:
+		return "n/a"
+	case c.Passed:
+		return fmt.Sprintf("%d conditions hold", len(c.Conditions))
+	}
+	return "FAILED: " + mdCell(strings.Join(c.Failures, "; "))
 }
 
 // writeLatencyTable shows the latencies behind the TPS numbers, which
@@ -294,7 +377,9 @@ func writeWorkload(b *strings.Builder, wl Workload) {
 	if wl.Script != "" {
 		item("script", "`"+mdCode(wl.Script)+"`")
 	}
-	if wl.Scale > 0 {
+	if wl.Warehouses > 0 {
+		item("warehouses", fmt.Sprint(wl.Warehouses))
+	} else if wl.Scale > 0 {
 		item("scale", fmt.Sprint(wl.Scale))
 	}
 	if len(wl.Clients) > 0 {

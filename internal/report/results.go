@@ -64,9 +64,14 @@ type Variant struct {
 
 // Workload is what each run executed.
 type Workload struct {
-	Mode            string  `json:"mode"` // select-only, tpcb, simple-update, custom
-	Script          string  `json:"script,omitempty"`
-	Scale           int     `json:"scale"`
+	Mode   string `json:"mode"` // select-only, tpcb, simple-update, custom, tpcc
+	Script string `json:"script,omitempty"`
+	Scale  int    `json:"scale"`
+	// Warehouses is the TPC-C dataset's size (mode tpcc).
+	Warehouses int `json:"warehouses,omitempty"`
+	// Metric is the figure of merit the statistics and verdicts are about:
+	// MetricTPS, or MetricNOPM for TPC-C; "" means MetricTPS.
+	Metric          string  `json:"metric,omitempty"`
 	Clients         []int   `json:"clients"`
 	Threads         string  `json:"threads"` // a number or "auto"
 	DurationSeconds float64 `json:"duration_seconds"`
@@ -95,6 +100,42 @@ type Workload struct {
 	Profile            string   `json:"profile,omitempty"`
 	Unwind             string   `json:"unwind,omitempty"`
 	ProfileOverheadPct *float64 `json:"profile_overhead_pct,omitempty"`
+	// TPCC is what a TPC-C campaign did to its datasets: their loads and
+	// the consistency checks after loading and after the runs.
+	TPCC *TPCC `json:"tpcc,omitempty"`
+}
+
+// Figures of merit (Workload.Metric).
+const (
+	MetricTPS  = "tps"
+	MetricNOPM = "nopm"
+)
+
+// TPCC is the datasets of a TPC-C campaign, by variant.
+type TPCC struct {
+	// Driver is the version of the workload's schema and transactions.
+	Driver   string                 `json:"driver"`
+	Datasets map[string]TPCCDataset `json:"datasets"`
+}
+
+// TPCCDataset is one variant's dataset.
+type TPCCDataset struct {
+	// ClonedFrom names the variant whose dataset was copied, when it was.
+	ClonedFrom  string  `json:"cloned_from,omitempty"`
+	LoadSeconds float64 `json:"load_seconds,omitempty"`
+	Bytes       int64   `json:"bytes,omitempty"`
+	// LoadCheck and FinalCheck are the consistency conditions checked
+	// after the load and after the campaign's last run.
+	LoadCheck  *ConsistencyCheck `json:"load_check,omitempty"`
+	FinalCheck *ConsistencyCheck `json:"final_check,omitempty"`
+}
+
+// ConsistencyCheck is the outcome of TPC-C's consistency conditions.
+type ConsistencyCheck struct {
+	Conditions []string `json:"conditions"`
+	Passed     bool     `json:"passed"`
+	Failures   []string `json:"failures,omitempty"`
+	Seconds    float64  `json:"seconds"`
 }
 
 // Cell is one client count: each variant's statistics and the comparisons
@@ -115,9 +156,22 @@ type VariantCell struct {
 	MinTPS    float64   `json:"min_tps"`
 	MaxTPS    float64   `json:"max_tps"`
 	IQRTPS    float64   `json:"iqr_tps"`
-	// CV is the coefficient of variation (stddev / mean) of TPS, a fraction.
+	// NOPM and the rest are TPC-C's new orders per minute, in run order,
+	// and their statistics; MedianTPM is the median of all transactions
+	// per minute.
+	NOPM       []float64 `json:"nopm,omitempty"`
+	MedianNOPM float64   `json:"median_nopm,omitempty"`
+	MinNOPM    float64   `json:"min_nopm,omitempty"`
+	MaxNOPM    float64   `json:"max_nopm,omitempty"`
+	IQRNOPM    float64   `json:"iqr_nopm,omitempty"`
+	MedianTPM  float64   `json:"median_tpm,omitempty"`
+	// CV is the coefficient of variation (stddev / mean) of the figure of
+	// merit (TPS, or NOPM for TPC-C), a fraction.
 	CV        float64 `json:"cv"`
 	LatencyMS Latency `json:"latency_ms"` // medians over the iterations
+	// TypeLatencyMS are TPC-C's latencies per transaction type, medians
+	// over the iterations.
+	TypeLatencyMS map[string]Latency `json:"type_latency_ms,omitempty"`
 	// DriftingRuns counts iterations whose per-second throughput drifted.
 	DriftingRuns int `json:"drifting_runs"`
 	// Counters is the median of each counter of Run.Counters over the
@@ -130,6 +184,24 @@ type VariantCell struct {
 	// Profile is the variant's pprof file at this client count (all its
 	// profiled runs merged), relative to the campaign directory.
 	Profile string `json:"profile,omitempty"`
+}
+
+// TxType is one TPC-C transaction type's share of a run: completed
+// transactions (Rollbacks among them: new orders rolled back on purpose),
+// failed ones, and latencies.
+type TxType struct {
+	Count     int64   `json:"count"`
+	Rollbacks int64   `json:"rollbacks,omitempty"`
+	Errors    int64   `json:"errors,omitempty"`
+	LatencyMS Latency `json:"latency_ms"`
+}
+
+// Value is the run's figure of merit under metric (Workload.Metric).
+func (r Run) Value(metric string) float64 {
+	if metric == MetricNOPM {
+		return r.NOPM
+	}
+	return r.TPS
 }
 
 // Latency is in milliseconds. Percentiles come from pgbench's per-transaction
@@ -153,9 +225,9 @@ type Comparison struct {
 	NBaseline  int    `json:"n_baseline"`
 	NCandidate int    `json:"n_candidate"`
 	// DeltaPct is the method's estimate of the change of the candidate's
-	// TPS relative to the baseline's, in percent: the geometric mean of the
-	// pairs' ratios (paired) or the Hodges-Lehmann shift of log TPS
-	// (unpaired).
+	// figure of merit (TPS, or NOPM for TPC-C) relative to the baseline's,
+	// in percent: the geometric mean of the pairs' ratios (paired) or the
+	// Hodges-Lehmann shift of its log (unpaired).
 	DeltaPct float64 `json:"delta_pct"`
 	// CILowPct and CIHighPct bound DeltaPct at confidence CILevel, the
 	// level at which the interval excludes 0 exactly when the verdict is
@@ -187,16 +259,22 @@ type Comparison struct {
 	FlameGraph string `json:"flame_graph,omitempty"`
 }
 
-// Run is one pgbench execution, as appended to the journal.
+// Run is one pgbench (or TPC-C) execution, as appended to the journal.
 type Run struct {
-	Seq       int       `json:"seq"` // 1-based position in the campaign's order
-	Variant   string    `json:"variant"`
-	Clients   int       `json:"clients"`
-	Iteration int       `json:"iteration"` // 1-based
-	TPS       float64   `json:"tps"`
-	StartedAt time.Time `json:"started_at"`
-	Seconds   float64   `json:"seconds"` // wall time of the pgbench process
-	LatencyMS Latency   `json:"latency_ms"`
+	Seq       int    `json:"seq"` // 1-based position in the campaign's order
+	Variant   string `json:"variant"`
+	Clients   int    `json:"clients"`
+	Iteration int    `json:"iteration"` // 1-based
+	// TPS is transactions per second; for TPC-C, of every type.
+	TPS float64 `json:"tps"`
+	// NOPM and TPM are TPC-C's new orders and transactions per minute;
+	// Types its counts and latencies per transaction type.
+	NOPM      float64           `json:"nopm,omitempty"`
+	TPM       float64           `json:"tpm,omitempty"`
+	Types     map[string]TxType `json:"types,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+	Seconds   float64           `json:"seconds"` // wall time of the pgbench process
+	LatencyMS Latency           `json:"latency_ms"`
 	// Transactions and FailedTransactions are pgbench's counts.
 	Transactions       int64  `json:"transactions"`
 	FailedTransactions int64  `json:"failed_transactions"`

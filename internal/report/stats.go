@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aclements/go-moremath/stats"
@@ -32,6 +33,9 @@ type Analysis struct {
 	// adaptively from their first FirstStage pairs (TwoStageIterations):
 	// the paired test then takes its spread from those pairs only.
 	FirstStage int
+	// Metric is the figure of merit compared (Run.Value): MetricTPS (the
+	// default when empty) or MetricNOPM.
+	Metric string
 }
 
 // AnalysisFor is the analysis a campaign's order calls for: paired for
@@ -155,8 +159,8 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 		if !ok {
 			return nil, nil, fmt.Errorf("summarize: run %d has client count %d, not one of %v", r.Seq, r.Clients, clients)
 		}
-		if math.IsNaN(r.TPS) || math.IsInf(r.TPS, 0) || r.TPS <= 0 {
-			return nil, nil, fmt.Errorf("summarize: run %d has invalid tps %v (want a positive number)", r.Seq, r.TPS)
+		if v := r.Value(an.Metric); math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return nil, nil, fmt.Errorf("summarize: run %d has invalid %s %v (want a positive number)", r.Seq, strings.ToLower(MetricLabel(an.Metric)), v)
 		}
 		byCell[i][r.Variant] = append(byCell[i][r.Variant], r)
 	}
@@ -182,7 +186,7 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 		var perVariant [][]Run
 		for _, v := range variants {
 			rs := byCell[i][v.Name]
-			vc := summarizeVariant(rs)
+			vc := summarizeVariant(rs, an.Metric)
 			cell.Variants[v.Name] = vc
 			if len(rs) == 0 {
 				warn("clients=%d: no runs for variant %s", c, v.Name)
@@ -204,7 +208,7 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 					c, vc.ClientBoundRuns, len(rs), v.Name, ClientBoundShare*100)
 			}
 		}
-		if slope, ok := trend(perVariant); ok {
+		if slope, ok := trend(perVariant, an.Metric); ok {
 			cell.DriftPctPerHour = &slope
 		}
 		base := variants[0].Name
@@ -215,10 +219,10 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 			}
 			var inf inference
 			if an.Paired {
-				a, b := pairs(br, cr)
+				a, b := pairs(br, cr, an.Metric)
 				inf = pairedLogT(a, b, an.FirstStage)
 			} else {
-				inf = hodgesLehmann(tpsOf(br), tpsOf(cr))
+				inf = hodgesLehmann(valuesOf(br, an.Metric), valuesOf(cr, an.Metric))
 			}
 			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name,
 				Differed: differed(cell.Variants[base].CountersCompared, cell.Variants[v.Name].CountersCompared, MaxDiffered)})
@@ -287,37 +291,47 @@ func warnDrift(cell *Cell, runs map[string][]Run, warn func(string, ...any)) {
 	}
 }
 
-// pairs matches baseline and candidate runs by iteration; a run without
-// its partner (a campaign still running) is left out.
-func pairs(base, cand []Run) (a, b []float64) {
+// pairs matches baseline and candidate runs by iteration and gives their
+// values under metric; a run without its partner (a campaign still
+// running) is left out.
+func pairs(base, cand []Run, metric string) (a, b []float64) {
 	byIter := make(map[int]float64, len(base))
 	for _, r := range base {
-		byIter[r.Iteration] = r.TPS
+		byIter[r.Iteration] = r.Value(metric)
 	}
 	// In iteration order: an adaptive cell's first stage is its first pairs.
 	cs := slices.Clone(cand)
 	slices.SortStableFunc(cs, func(x, y Run) int { return x.Iteration - y.Iteration })
 	for _, r := range cs {
-		if tps, ok := byIter[r.Iteration]; ok {
-			a = append(a, tps)
-			b = append(b, r.TPS)
+		if v, ok := byIter[r.Iteration]; ok {
+			a = append(a, v)
+			b = append(b, r.Value(metric))
 		}
 	}
 	return a, b
 }
 
-func tpsOf(rs []Run) []float64 {
+// valuesOf is each run's value under metric, in order.
+func valuesOf(rs []Run, metric string) []float64 {
 	out := make([]float64, len(rs))
 	for i, r := range rs {
-		out[i] = r.TPS
+		out[i] = r.Value(metric)
 	}
 	return out
 }
 
+// MetricLabel names a figure of merit as reports print it: "TPS" or "NOPM".
+func MetricLabel(metric string) string {
+	if metric == MetricNOPM {
+		return "NOPM"
+	}
+	return "TPS"
+}
+
 // summarizeVariant returns the statistics of one variant at one client
-// count.
-func summarizeVariant(rs []Run) VariantCell {
-	vc := VariantCell{TPS: tpsOf(rs), ClientBoundRuns: clientBoundRuns(rs)}
+// count; CV is of the figure of merit.
+func summarizeVariant(rs []Run, metric string) VariantCell {
+	vc := VariantCell{TPS: valuesOf(rs, MetricTPS), ClientBoundRuns: clientBoundRuns(rs)}
 	vc.Counters, vc.CountersCompared = counterMedians(rs)
 	for _, r := range rs {
 		if r.Drift {
@@ -331,6 +345,19 @@ func summarizeVariant(rs []Run) VariantCell {
 	vc.MedianTPS = ms.Quantile(0.5)
 	vc.MinTPS, vc.MaxTPS = ms.Bounds()
 	vc.IQRTPS = ms.IQR()
+	if metric == MetricNOPM {
+		vc.NOPM = valuesOf(rs, MetricNOPM)
+		ms = stats.Sample{Xs: slices.Sorted(slices.Values(vc.NOPM)), Sorted: true}
+		vc.MedianNOPM = ms.Quantile(0.5)
+		vc.MinNOPM, vc.MaxNOPM = ms.Bounds()
+		vc.IQRNOPM = ms.IQR()
+		tpm := make([]float64, len(rs))
+		for i, r := range rs {
+			tpm[i] = r.TPM
+		}
+		vc.MedianTPM = stats.Sample{Xs: tpm}.Quantile(0.5)
+		vc.TypeLatencyMS = typeLatencies(rs)
+	}
 	if mean := ms.Mean(); len(rs) > 1 && mean != 0 {
 		vc.CV = ms.StdDev() / mean
 	}
@@ -342,6 +369,35 @@ func summarizeVariant(rs []Run) VariantCell {
 		P99:    medianOf(rs, func(l Latency) float64 { return l.P99 }),
 	}
 	return vc
+}
+
+// typeLatencies is the median of each TPC-C transaction type's latencies
+// over the runs.
+func typeLatencies(rs []Run) map[string]Latency {
+	out := map[string]Latency{}
+	for _, r := range rs {
+		for name := range r.Types {
+			if _, done := out[name]; done {
+				continue
+			}
+			var typed []Run
+			for _, r := range rs {
+				if t, ok := r.Types[name]; ok {
+					typed = append(typed, Run{LatencyMS: t.LatencyMS})
+				}
+			}
+			out[name] = Latency{
+				Avg: medianOf(typed, func(l Latency) float64 { return l.Avg }),
+				P50: medianOf(typed, func(l Latency) float64 { return l.P50 }),
+				P95: medianOf(typed, func(l Latency) float64 { return l.P95 }),
+				P99: medianOf(typed, func(l Latency) float64 { return l.P99 }),
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // medianOf is the median of one latency field over the runs that have it:
