@@ -106,6 +106,9 @@ func (c abLocalFiles) CheckValue(v any) error {
 		return err
 	}
 	var res struct {
+		Workload struct {
+			Mode string `json:"mode"`
+		} `json:"workload"`
 		Runs []struct {
 			LogDir string `json:"log_dir"`
 		} `json:"runs"`
@@ -120,11 +123,17 @@ func (c abLocalFiles) CheckValue(v any) error {
 	if err != nil {
 		return err
 	}
+	// A pgbench run keeps its per-transaction log, compressed; a TPC-C
+	// run the driver's JSON result.
+	kept, what := func(n, dir string) bool {
+		return strings.Contains(n, "/"+dir+"/pgbench_log.") && strings.HasSuffix(n, ".gz")
+	}, "compressed pgbench log"
+	if res.Workload.Mode == "tpcc" {
+		kept, what = func(n, dir string) bool { return strings.HasSuffix(n, "/"+dir+"/stdout") }, "TPC-C driver result"
+	}
 	for _, r := range res.Runs {
-		if !slices.ContainsFunc(logs, func(n string) bool {
-			return strings.Contains(n, "/"+r.LogDir+"/pgbench_log.") && strings.HasSuffix(n, ".gz")
-		}) {
-			return fmt.Errorf("logs.tar.gz has no compressed pgbench log of %s: %q", r.LogDir, logs)
+		if !slices.ContainsFunc(logs, func(n string) bool { return kept(n, r.LogDir) }) {
+			return fmt.Errorf("logs.tar.gz has no %s of %s: %q", what, r.LogDir, logs)
 		}
 	}
 	return nil
