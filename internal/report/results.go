@@ -130,7 +130,8 @@ type TPCCDataset struct {
 	FinalCheck *ConsistencyCheck `json:"final_check,omitempty"`
 }
 
-// ConsistencyCheck is the outcome of TPC-C's consistency conditions.
+// ConsistencyCheck is the outcome of TPC-C's consistency conditions
+// (clause 3.3.2; internal/tpcc checks them).
 type ConsistencyCheck struct {
 	Conditions []string `json:"conditions"`
 	Passed     bool     `json:"passed"`

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
 // condition is one consistency condition of clause 3.3.2, as one query over
@@ -71,16 +73,12 @@ var conditions = []condition{
 			WHERE c.c_balance + c.c_ytd_payment <> coalesce(ol.s, 0)`},
 }
 
-// CheckResult is the outcome of the consistency conditions.
-type CheckResult struct {
-	// Conditions are the ones checked: all twelve right after a load, all
-	// but 3.3.2.11 (which holds only until the first delivery) later.
-	Conditions []string `json:"conditions"`
-	Passed     bool     `json:"passed"`
-	// Failures say which conditions do not hold, and for how many rows.
-	Failures []string `json:"failures,omitempty"`
-	Seconds  float64  `json:"seconds"`
-}
+// CheckResult is the outcome of the consistency conditions, as the
+// campaign's results carry it: the conditions checked (all twelve right
+// after a load, all but 3.3.2.11, which holds only until the first
+// delivery, later), whether they hold, and which do not and for how many
+// rows.
+type CheckResult = report.ConsistencyCheck
 
 // CheckOptions say where to check; AfterLoad adds 3.3.2.11.
 type CheckOptions struct {
