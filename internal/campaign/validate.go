@@ -292,10 +292,10 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// RunnerConnections is how many connections the runner opens beside the
+// runnerConnections is how many connections the runner opens beside the
 // clients of a measured run: the wait-event sampler and the counters' (or
 // the TPC-C driver's meter) session.
-const RunnerConnections = 2
+const runnerConnections = 2
 
 // checkConnections refuses a variant whose max_connections cannot take
 // the largest client count and the runner's own connections: the run
@@ -322,10 +322,10 @@ func (c *Config) checkConnections() []error {
 			errs = append(errs, invalid(p, "Invalid max_connections", "variant %s: max_connections = %q is not a number", v.Name, val))
 			continue
 		}
-		if need := maxClients + RunnerConnections; n < need {
+		if need := maxClients + runnerConnections; n < need {
 			errs = append(errs, invalid(p, "max_connections Too Low",
 				"variant %s: max_connections = %d cannot take %d clients and the runner's %d own connections: raise max_connections to at least %d",
-				v.Name, n, maxClients, RunnerConnections, need))
+				v.Name, n, maxClients, runnerConnections, need))
 		}
 	}
 	return errs
