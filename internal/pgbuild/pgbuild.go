@@ -128,6 +128,23 @@ func (e *PatchError) Error() string {
 
 func (e *PatchError) Unwrap() error { return e.Err }
 
+// PhaseError is a build command that failed (configure, make, install):
+// the sources did not build. Its text names the phase, the full log and
+// the output's last lines.
+type PhaseError struct {
+	Phase string
+	Log   string
+	Err   error
+	// Tail is the last lines of the command's output.
+	Tail string
+}
+
+func (e *PhaseError) Error() string {
+	return fmt.Sprintf("%s: %v (full log: %s)\n%s", e.Phase, e.Err, e.Log, e.Tail)
+}
+
+func (e *PhaseError) Unwrap() error { return e.Err }
+
 // CompilerVersion is the first line of `cc --version`.
 func CompilerVersion(ctx context.Context) (string, error) {
 	out, err := output(ctx, "cc", "--version")
@@ -314,8 +331,9 @@ func StampedBuildKey(binDir string) string {
 	return r.BuildKey
 }
 
-// lock takes an exclusive flock on path, waiting until ctx ends.
-func lock(ctx context.Context, path string) (func(), error) {
+// LockFile takes an exclusive flock on path, waiting until ctx ends, and
+// returns what releases it.
+func LockFile(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
@@ -496,7 +514,7 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
 		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(prefix), err)
 	}
-	unlock, err := lock(ctx, prefix+".lock")
+	unlock, err := LockFile(ctx, prefix+".lock")
 	if err != nil {
 		return Result{}, err
 	}
@@ -703,7 +721,7 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 			// The output tail below already holds stderr, in order.
 			ee.Stderr = ""
 		}
-		return out.String(), fmt.Errorf("%s: %w (full log: %s)\n%s", phase, err, b.logPath, tail(out.String(), 30))
+		return out.String(), &PhaseError{Phase: phase, Log: b.logPath, Err: err, Tail: tail(out.String(), 30)}
 	}
 	return out.String(), nil
 }

@@ -1,0 +1,19 @@
+package report
+
+import "strings"
+
+// The pieces of summary.md that other reports (a bisect's) write the same
+// way.
+
+// MarkdownText keeps free text from breaking a Markdown line or table:
+// one line, table separators escaped.
+func MarkdownText(s string) string { return mdText(s) }
+
+// MarkdownCode is MarkdownText for text inside backticks.
+func MarkdownCode(s string) string { return mdCode(s) }
+
+// HumanSeconds writes a duration for a reader: "95 s", "312 s (5.2 min)".
+func HumanSeconds(s float64) string { return humanSeconds(s) }
+
+// WriteWorkloadMarkdown writes the workload as the list summary.md has.
+func WriteWorkloadMarkdown(b *strings.Builder, wl Workload) { writeWorkload(b, wl) }
