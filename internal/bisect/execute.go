@@ -257,7 +257,7 @@ func (b *bisector) step(ctx context.Context, n, p int) (Step, error) {
 	st.Cells, st.Class = judgeStep(cells, ep.Cells, c.Direction)
 	if st.Class == classUnclear {
 		st.Class = ClassSkipped
-		st.Note = fmt.Sprintf("unclear after %d rounds: neither significantly like good nor like bad (within half the endpoints' change) at every client count", rounds)
+		st.Note = fmt.Sprintf("unclear after %s: neither significantly like good nor like bad (within half the endpoints' change) at every client count", plural(rounds, "round"))
 	}
 	return st, nil
 }
@@ -288,7 +288,7 @@ func stepText(st Step) string {
 	for _, sc := range st.Cells {
 		parts = append(parts, fmt.Sprintf("%s: vs good %s, vs bad %s", clientsText(sc.Clients), sc.VsGood, sc.VsBad))
 	}
-	return fmt.Sprintf("step %d: %s is %s after %d rounds (%s)", st.N, st.Commit.Short(), st.Class, st.Rounds, strings.Join(parts, "; "))
+	return fmt.Sprintf("step %d: %s is %s after %s (%s)", st.N, st.Commit.Short(), st.Class, plural(st.Rounds, "round"), strings.Join(parts, "; "))
 }
 
 // build builds commit, or takes its build from the journal when its prefix
@@ -491,7 +491,7 @@ func nothingToBisect(ep Endpoints, direction string, rounds int) string {
 		return fmt.Sprintf("nothing to bisect: bad is not %s than good but significantly the other way (%s); for that change bisect with --direction %s",
 			what, describeEndpoints(ep.Cells), other)
 	}
-	return fmt.Sprintf("nothing to bisect: bad is not significantly %s than good at every client count after %d rounds (%s)", what, ep.Rounds, describeEndpoints(ep.Cells))
+	return fmt.Sprintf("nothing to bisect: bad is not significantly %s than good at every client count after %s (%s)", what, plural(ep.Rounds, "round"), describeEndpoints(ep.Cells))
 }
 
 // firstBadText says which commit is the first bad one and what shows it.

@@ -30,8 +30,8 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	if r.Direction == DirectionImprovement {
 		dir = "bad faster than good"
 	}
-	fmt.Fprintf(&b, "Good `%s` (%s) %s, bad `%s` (%s) %s: %d commits on bad's first-parent line, bisected for a %s (%s).\n",
-		r.Good.Short(), md(r.Good.Ref), md(r.Good.Subject), r.Bad.Short(), md(r.Bad.Ref), md(r.Bad.Subject), r.Commits, r.Direction, dir)
+	fmt.Fprintf(&b, "Good `%s`%s %s, bad `%s`%s %s: %d commits on bad's first-parent line, bisected for a %s (%s).\n",
+		r.Good.Short(), refText(r.Good), md(r.Good.Subject), r.Bad.Short(), refText(r.Bad), md(r.Bad.Subject), r.Commits, r.Direction, dir)
 
 	fmt.Fprintf(&b, "\n## Endpoints\n\n%s after %s.\n\n", upperFirst(r.Endpoints.Outcome), plural(r.Endpoints.Rounds, "round"))
 	b.WriteString("| clients | bad vs good | p (adjusted) | verdict |\n|--:|--:|--:|:--|\n")
@@ -107,6 +107,15 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// refText is " (REF)" when the commit was named by something other than
+// its hash.
+func refText(c Commit) string {
+	if c.Ref == "" || strings.HasPrefix(c.Hash, c.Ref) {
+		return ""
+	}
+	return " (" + report.MarkdownText(c.Ref) + ")"
 }
 
 // buildText is a build for the table: "94 s (ccache)", "reused", "failed".
