@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
 
 // The journal (bisect.jsonl) holds a header naming the bisect and its
@@ -164,19 +166,7 @@ func at(s []string, i int) string {
 	return ""
 }
 
-func (j *journal) append(l journalLine) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return fmt.Errorf("encode journal line: %w", err)
-	}
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("sync journal: %w", err)
-	}
-	return nil
-}
+func (j *journal) append(l journalLine) error { return atomicfile.AppendJSONLine(j.f, l) }
 
 func (j *journal) close() error { return j.f.Close() }
 

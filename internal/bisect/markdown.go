@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -96,15 +95,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "- total: %s; builds %s, measuring %s\n", report.HumanSeconds(r.WallSeconds), report.HumanSeconds(r.BuildSeconds), report.HumanSeconds(r.MeasureSeconds))
 	fmt.Fprintf(&b, "- started %s, finished %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339))
 
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\n")
-		for _, msg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", md(msg))
-		}
-	}
-	if len(r.Command) > 0 {
-		fmt.Fprintf(&b, "\n## Reproduce\n\n```sh\n%s\n```\n", remote.QuoteArgs(r.Command))
-	}
+	report.WriteClosingMarkdown(&b, r.Warnings, r.Command)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

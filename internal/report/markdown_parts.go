@@ -1,6 +1,11 @@
 package report
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
+)
 
 // The pieces of summary.md that other reports (a bisect's) write the same
 // way.
@@ -17,3 +22,18 @@ func HumanSeconds(s float64) string { return humanSeconds(s) }
 
 // WriteWorkloadMarkdown writes the workload as the list summary.md has.
 func WriteWorkloadMarkdown(b *strings.Builder, wl Workload) { writeWorkload(b, wl) }
+
+// WriteClosingMarkdown writes the sections that end summary.md: the
+// warnings, then the command that reproduces the measurement; each only
+// when there is something to say.
+func WriteClosingMarkdown(b *strings.Builder, warnings, command []string) {
+	if len(warnings) > 0 {
+		b.WriteString("\n## Warnings\n\n")
+		for _, msg := range warnings {
+			fmt.Fprintf(b, "- %s\n", mdText(msg))
+		}
+	}
+	if len(command) > 0 {
+		fmt.Fprintf(b, "\n## Reproduce\n\n```sh\n%s\n```\n", remote.QuoteArgs(command))
+	}
+}
