@@ -35,23 +35,7 @@ func IsValidation(err error) bool {
 
 // FieldErrors lists the *FieldError values err holds, when it is one or
 // joins several.
-func FieldErrors(err error) []*FieldError {
-	var out []*FieldError
-	var walk func(error)
-	walk = func(err error) {
-		if fe, ok := err.(*FieldError); ok {
-			out = append(out, fe)
-			return
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-		}
-	}
-	walk(err)
-	return out
-}
+func FieldErrors(err error) []*FieldError { return campaign.ErrorsOf[*FieldError](err) }
 
 // Variant names of the campaigns a bisect runs.
 const (
