@@ -231,6 +231,11 @@ func TestBisectBadInput(t *testing.T) {
 	cache := t.TempDir()
 	out := filepath.Join(t.TempDir(), "out")
 	base := []string{"bisect", "--json", "--out", out, "--git-cache", cache, "--git", repo}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -246,6 +251,8 @@ func TestBisectBadInput(t *testing.T) {
 		{"reversed", append(base, "--good", "c4", "--bad", "c1"), "swap good and bad"},
 		{"one commit", append(base, "--good", "c3", "--bad", "c4"), "holds one commit, " + commits[3].Hash[:10]},
 		{"same commit", append(base, "--good", "c4", "--bad", commits[3].Hash), "are the same commit"},
+		// A relative path is the repository there, not under the cache.
+		{"relative path", []string{"bisect", "--out", out, "--git-cache", cache, "--git", rel, "--good", "c3", "--bad", "c4"}, "holds one commit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

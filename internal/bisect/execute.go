@@ -59,6 +59,12 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(campaign.Event)) (*R
 		onEvent = func(campaign.Event) {}
 	}
 	cfg.Defaults()
+	// A repository given by a relative path is cloned from elsewhere.
+	if _, err := os.Stat(cfg.GitURL); err == nil && !filepath.IsAbs(cfg.GitURL) {
+		if abs, err := filepath.Abs(cfg.GitURL); err == nil {
+			cfg.GitURL = abs
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
