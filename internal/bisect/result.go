@@ -146,9 +146,6 @@ type Step struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Seconds is the step's build and measuring time.
-func (s Step) Seconds() float64 { return s.Build.Seconds + s.MeasureSeconds }
-
 // DecodeResult parses a bisect.json document and refuses a schema version
 // it does not know; name says where it came from, for errors.
 func DecodeResult(b []byte, name string) (*Result, error) {

@@ -21,7 +21,6 @@ const (
 // search is the state of a bisection over the positions 0..n of a
 // first-parent range: 0 is good, n is bad, 1..n-1 the commits between.
 type search struct {
-	n int
 	// good is the last position known good, bad the first known bad.
 	good, bad int
 	// skipped holds the positions that were skipped, with their class.
@@ -29,7 +28,7 @@ type search struct {
 }
 
 func newSearch(n int) *search {
-	return &search{n: n, good: 0, bad: n, skipped: map[int]string{}}
+	return &search{good: 0, bad: n, skipped: map[int]string{}}
 }
 
 // candidates are the positions that may still hold the first bad commit
@@ -78,10 +77,6 @@ func (s *search) mark(p int, class string) {
 		s.skipped[p] = class
 	}
 }
-
-// done says no candidate is left: the first bad commit is at bad, or is
-// one of the skipped positions before it.
-func (s *search) done() bool { return len(s.candidates()) == 0 }
 
 // found says the first bad commit is known: the position after the last
 // good one is bad.

@@ -75,8 +75,8 @@ func TestSearchSkips(t *testing.T) {
 			if !slices.Equal(tested, tt.wantTests) {
 				t.Errorf("tested %v, want %v", tested, tt.wantTests)
 			}
-			if s.good != tt.good || s.bad != tt.bad || s.found() != tt.found || !s.done() {
-				t.Errorf("ended at good %d, bad %d, found %v, done %v; want %d, %d, %v, done", s.good, s.bad, s.found(), s.done(), tt.good, tt.bad, tt.found)
+			if s.good != tt.good || s.bad != tt.bad || s.found() != tt.found || len(s.candidates()) != 0 {
+				t.Errorf("ended at good %d, bad %d, found %v, candidates %v; want %d, %d, %v, none", s.good, s.bad, s.found(), s.candidates(), tt.good, tt.bad, tt.found)
 			}
 		})
 	}
