@@ -145,7 +145,7 @@ resource "pgbench_perf_bisect" "t" {
     clients    = [1]
     duration   = "3s"
     warmup     = "1s"
-    iterations = 3
+    iterations = 4
   }
   timeouts {
     create = %q

@@ -94,7 +94,7 @@ func TestBisectFindsTheSlowCommit(t *testing.T) {
 	args := []string{"bisect", "--json", "--progress-json",
 		"--git", repo.Dir, "--good", repo.Base.Hash, "--bad", "master",
 		"--out", out, "--git-cache", filepath.Join(dir, "git"), "--build-root", builds, "--ccache-dir", ccache,
-		"--scale", "1", "--clients", "1", "--duration", "3s", "--iterations", "3", "--warmup", "1s"}
+		"--scale", "1", "--clients", "1", "--duration", "3s", "--iterations", "4", "--warmup", "1s"}
 	for _, f := range bisecttest.ConfigureFlags {
 		args = append(args, "--configure-flag="+f)
 	}
