@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	posixpath "path"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
@@ -266,17 +264,12 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	// Patches arrive as contents; the runner wants files. Name them by
-	// content so re-uploads are skipped and the build key stays stable.
-	for i, p := range patches {
-		sum := digest.SHA256([]byte(p))
-		dst := posixpath.Join(posixpath.Dir(rc.Path), "patches", fmt.Sprintf("%s.patch", sum[:16]))
-		if _, err := ex.Upload(ctx, strings.NewReader(p), dst, 0o644); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("patches").AtListIndex(i), "Patch Upload Failed",
-				fmt.Sprintf("Uploading patch %d to %s:%s failed: %v", i+1, ex, dst, err))
-			return
-		}
-		args = append(args, "--patch", dst)
+	paths, ok := uploadPatches(ctx, ex, rc.Path, "patches", patches, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	for _, p := range paths {
+		args = append(args, "--patch", p)
 	}
 	for _, f := range flags {
 		args = append(args, "--configure-flag="+f)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -43,13 +42,8 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.GitURL, "git", "", "git repository URL (with --ref)")
 	fs.StringVar(&opts.GitRef, "ref", "", "git ref to fetch (branch, tag or commit)")
 	fs.StringVar(&opts.SystemBinDir, "system", "", "adopt the installed PostgreSQL in this bin directory")
-	fs.StringArrayVar(&opts.Patches, "patch", nil, "patch file applied with patch -p1 (repeatable, in order)")
-	fs.StringArrayVar(&opts.ConfigureFlags, "configure-flag", nil, "extra configure flag, e.g. --with-libnuma (repeatable)")
-	fs.StringVar(&opts.CFlags, "cflags", "", "CFLAGS for configure")
-	profiling := fs.Bool("profiling", false, "build for profiling: add "+pgbuild.FramePointerFlags+" to the CFLAGS (-O2 when none are given), so perf unwinds call stacks with frame pointers")
-	fs.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "make -j jobs")
+	bf := pgbuild.BindFlags(fs, &opts, false)
 	fs.StringVar(&opts.Prefix, "prefix", "", "install prefix (default "+pgbuild.DefaultRoot+"/<build_key[:16]>)")
-	fs.BoolVar(&opts.InstallDeps, "install-deps", false, "install the missing build dependencies with the host's package manager (apt-get, dnf or yum)")
 	fs.DurationVar(&opts.HostWait.Limit, "wait-host", 0, waitHostUsage)
 	opts.HostWait.Report = func(w hostlock.Wait) { fmt.Fprintln(o.stderr, w) }
 	remove := fs.Bool("remove", false, "remove the build installed in --prefix (only a prefix holding a finished build stamp), then exit")
@@ -88,12 +82,10 @@ func (c buildCmd) Run(ctx context.Context, args []string) error {
 	if (opts.GitURL != "") != (opts.GitRef != "") {
 		return o.emit(nil, usagef("--git and --ref go together"), nil)
 	}
-	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "" || *profiling) {
+	if opts.SystemBinDir != "" && (len(opts.Patches) > 0 || len(opts.ConfigureFlags) > 0 || opts.CFlags != "" || bf.Profiling()) {
 		return o.emit(nil, usagef("--system builds nothing: --patch, --configure-flag, --cflags and --profiling do not apply"), nil)
 	}
-	if *profiling {
-		opts.CFlags = pgbuild.WithFramePointers(opts.CFlags)
-	}
+	bf.Finish()
 	if opts.SystemBinDir != "" {
 		if err := checkSystemBinDir(opts.SystemBinDir); err != nil {
 			return o.emit(nil, unmet(err), nil)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/bisect"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tune"
@@ -97,7 +98,9 @@ func uninstall(ctx context.Context, dir string, removeDir, keepCampaigns bool) (
 	}
 	for _, e := range ents {
 		out := filepath.Join(root, e.Name())
-		if _, err := os.Stat(filepath.Join(out, campaign.JournalFile)); !e.IsDir() || err != nil {
+		_, cerr := os.Stat(filepath.Join(out, campaign.JournalFile))
+		_, berr := os.Stat(filepath.Join(out, bisect.JournalFile))
+		if !e.IsDir() || (cerr != nil && berr != nil) {
 			continue
 		}
 		removed, err := campaign.RemoveData(ctx, out, "")

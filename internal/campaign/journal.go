@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -267,19 +268,7 @@ func (j *Journal) Append(r report.Run) error {
 	return nil
 }
 
-func (j *Journal) append(l journalLine) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return fmt.Errorf("encode journal line: %w", err)
-	}
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("sync journal: %w", err)
-	}
-	return nil
-}
+func (j *Journal) append(l journalLine) error { return atomicfile.AppendJSONLine(j.f, l) }
 
 // RecordHugePages records a variant's observed huge-page use when it changed.
 func (j *Journal) RecordHugePages(variant, observed string) error {

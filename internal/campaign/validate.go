@@ -93,23 +93,7 @@ func IsValidation(err error) bool {
 
 // ValidationErrors lists the *ValidationError values err holds, when it is
 // one or joins several (as Validate returns them).
-func ValidationErrors(err error) []*ValidationError {
-	var out []*ValidationError
-	var walk func(error)
-	walk = func(err error) {
-		if ve, ok := err.(*ValidationError); ok {
-			out = append(out, ve)
-			return
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-		}
-	}
-	walk(err)
-	return out
-}
+func ValidationErrors(err error) []*ValidationError { return ErrorsOf[*ValidationError](err) }
 
 var variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 

@@ -53,8 +53,15 @@ type Options struct {
 	CFlags         string
 	// Jobs for make -j; 0 means all CPUs.
 	Jobs int
-	// Prefix to install into; "" means DefaultRoot/<key[:16]>.
+	// Prefix to install into; "" means Root/<key[:16]>.
 	Prefix string
+	// Root holds the default prefixes; "" means DefaultRoot.
+	Root string
+	// CCacheDir, when set, compiles through ccache with its cache there, so
+	// builds of neighbouring commits (a bisect's) reuse each other's
+	// objects. It does not change the build key: ccache gives the objects
+	// the compiler would.
+	CCacheDir string
 	// InstallDeps installs the build dependencies with the host's package
 	// manager (see pkgmgr).
 	InstallDeps bool
@@ -90,6 +97,8 @@ type Result struct {
 	Seconds       float64  `json:"seconds"`
 	Cached        bool     `json:"cached"`
 	LogPath       string   `json:"log_path"`
+	// CCache says the build compiled through ccache (Options.CCacheDir).
+	CCache bool `json:"ccache,omitempty"`
 }
 
 // Progress receives each line of build output with its phase
@@ -118,6 +127,23 @@ func (e *PatchError) Error() string {
 }
 
 func (e *PatchError) Unwrap() error { return e.Err }
+
+// PhaseError is a build command that failed (configure, make, install):
+// the sources did not build. Its text names the phase, the full log and
+// the output's last lines.
+type PhaseError struct {
+	Phase string
+	Log   string
+	Err   error
+	// Tail is the last lines of the command's output.
+	Tail string
+}
+
+func (e *PhaseError) Error() string {
+	return fmt.Sprintf("%s: %v (full log: %s)\n%s", e.Phase, e.Err, e.Log, e.Tail)
+}
+
+func (e *PhaseError) Unwrap() error { return e.Err }
 
 // CompilerVersion is the first line of `cc --version`.
 func CompilerVersion(ctx context.Context) (string, error) {
@@ -206,7 +232,15 @@ func requiredTools(opts Options) []string {
 	if opts.GitURL != "" {
 		tools = append(tools, "git")
 	}
-	return tools
+	return append(tools, opts.tools()...)
+}
+
+// tools are the pkgmgr.Tools a build needs beside the build dependencies.
+func (o Options) tools() []string {
+	if o.CCacheDir != "" {
+		return []string{"ccache"}
+	}
+	return nil
 }
 
 // depPackages are the build dependencies per package family.
@@ -226,21 +260,31 @@ func checkTools(opts Options) error {
 		return nil
 	}
 	pkgs := "gcc make flex bison patch bzip2 (and the readline, zlib, libnuma, ICU development packages, pkg-config)"
+	if opts.CCacheDir != "" {
+		pkgs += " and ccache"
+	}
 	if m, err := pkgmgr.Detect(); err == nil {
-		pkgs = m.Name + " install " + strings.Join(depPackages[m.Family()], " ")
+		if all, err := pkgmgr.WithTools(m.Family(), depPackages[m.Family()], opts.tools()); err == nil {
+			pkgs = m.Name + " install " + strings.Join(all, " ")
+		}
 	}
 	return &MissingToolsError{Tools: missing, Packages: pkgs}
 }
 
 // InstallDeps installs the missing build dependencies with the host's
-// package manager, writing its output to log.
-func InstallDeps(ctx context.Context, log io.Writer) error {
+// package manager, and the packages of tools (pkgmgr.Tools names, such as
+// ccache), writing its output to log.
+func InstallDeps(ctx context.Context, log io.Writer, tools ...string) error {
 	m, err := pkgmgr.Detect()
 	if err != nil {
 		return fmt.Errorf("install build dependencies: %w", err)
 	}
+	pkgs, err := pkgmgr.WithTools(m.Family(), depPackages[m.Family()], tools)
+	if err != nil {
+		return fmt.Errorf("install build dependencies: %w", err)
+	}
 	opts := pkgmgr.Options{NoRecommends: true, Log: func(l string) { fmt.Fprintln(log, l) }}
-	if _, err := m.Install(ctx, depPackages[m.Family()], opts); err != nil {
+	if _, err := m.Install(ctx, pkgs, opts); err != nil {
 		return fmt.Errorf("install build dependencies: %w", err)
 	}
 	return nil
@@ -287,8 +331,9 @@ func StampedBuildKey(binDir string) string {
 	return r.BuildKey
 }
 
-// lock takes an exclusive flock on path, waiting until ctx ends.
-func lock(ctx context.Context, path string) (func(), error) {
+// LockFile takes an exclusive flock on path, waiting until ctx ends, and
+// returns what releases it.
+func LockFile(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
@@ -392,7 +437,7 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 		return Result{}, errors.New("build: git source needs a ref")
 	}
 	if opts.InstallDeps {
-		if err := InstallDeps(ctx, io.Discard); err != nil {
+		if err := InstallDeps(ctx, io.Discard, opts.tools()...); err != nil {
 			return Result{}, err
 		}
 	}
@@ -456,7 +501,11 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 
 	prefix := opts.Prefix
 	if prefix == "" {
-		prefix = filepath.Join(DefaultRoot, key[:16])
+		root := opts.Root
+		if root == "" {
+			root = DefaultRoot
+		}
+		prefix = filepath.Join(root, key[:16])
 	}
 	prefix, err = filepath.Abs(prefix)
 	if err != nil {
@@ -465,7 +514,7 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
 		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(prefix), err)
 	}
-	unlock, err := lock(ctx, prefix+".lock")
+	unlock, err := LockFile(ctx, prefix+".lock")
 	if err != nil {
 		return Result{}, err
 	}
@@ -514,6 +563,11 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	stage := filepath.Join(work, "stage")
 
 	b := &builder{ctx: ctx, log: logFile, progress: progress, logPath: logPath}
+	if opts.CCacheDir != "" {
+		if b.env, err = ccacheEnv(opts.CCacheDir, work); err != nil {
+			return Result{}, err
+		}
+	}
 	if gitDir != "" {
 		progress("extract", "moving git tree "+src.Commit)
 		if err := os.Rename(gitDir, srcDir); err != nil {
@@ -582,6 +636,7 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 		Source:        src,
 		Patches:       patchInfo,
 		LogPath:       logPath,
+		CCache:        opts.CCacheDir != "",
 	}
 	stamp, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -616,6 +671,8 @@ type builder struct {
 	log      io.Writer
 	progress Progress
 	logPath  string
+	// env is added to every command's environment (ccache's).
+	env []string
 }
 
 // buildEnviron is this process's environment without the variables an
@@ -654,7 +711,8 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 		b.progress(phase, l)
 	}
 	c := remote.Command{Args: append([]string{name}, args...), Dir: dir, OnStdout: line, OnStderr: line}
-	_, err := remote.RunLocal(b.ctx, c, remote.LocalOptions{Environ: append(append(buildEnviron(), "LC_ALL=C"), env...)})
+	environ := append(append(append(buildEnviron(), "LC_ALL=C"), b.env...), env...)
+	_, err := remote.RunLocal(b.ctx, c, remote.LocalOptions{Environ: environ})
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil {
@@ -663,7 +721,7 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 			// The output tail below already holds stderr, in order.
 			ee.Stderr = ""
 		}
-		return out.String(), fmt.Errorf("%s: %w (full log: %s)\n%s", phase, err, b.logPath, tail(out.String(), 30))
+		return out.String(), &PhaseError{Phase: phase, Log: b.logPath, Err: err, Tail: tail(out.String(), 30)}
 	}
 	return out.String(), nil
 }

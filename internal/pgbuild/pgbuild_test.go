@@ -322,17 +322,17 @@ func TestMissingTools(t *testing.T) {
 
 func TestLockExcludes(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "k.lock")
-	unlock, err := lock(context.Background(), p)
+	unlock, err := LockFile(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := lock(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := LockFile(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second lock while held: err = %v, want deadline exceeded", err)
 	}
 	unlock()
-	again, err := lock(context.Background(), p)
+	again, err := LockFile(context.Background(), p)
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}

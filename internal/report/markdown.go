@@ -7,8 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
 // WriteMarkdown writes summary.md: a table of every client count ready to
@@ -79,16 +77,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		fmt.Fprintf(&b, "- started: %s\n", fmtTime(r.StartedAt))
 	}
 
-	if len(r.Warnings) > 0 {
-		b.WriteString("\n## Warnings\n\n")
-		for _, msg := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", mdText(msg))
-		}
-	}
-
-	if len(r.Command) > 0 {
-		fmt.Fprintf(&b, "\n## Reproduce\n\n```sh\n%s\n```\n", remote.QuoteArgs(r.Command))
-	}
+	WriteClosingMarkdown(&b, r.Warnings, r.Command)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

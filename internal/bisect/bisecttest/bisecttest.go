@@ -1,0 +1,213 @@
+// Package bisecttest gives the bisect tests real git repositories: the
+// PostgreSQL 15.18 source tarball committed with a handful of commits on
+// top, exactly one of which slows down every query, and a tiny repository
+// for the range logic. It is used by tests only.
+package bisecttest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// DefaultTarball is where .ci/fetch-postgres-source.sh leaves the source;
+// PGBENCH_TEST_PG_TARBALL overrides it.
+const DefaultTarball = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
+
+// CacheEnv overrides DefaultCache.
+const CacheEnv = "PGBENCH_TEST_BISECT_CACHE"
+
+// DefaultCache holds the builds and the ccache of the bisect tests. The
+// commits of Repo have the same hashes on every run, so the builds of one
+// test serve the next (the runner's and the provider's bisect the same
+// commits): on a fresh machine the first test builds, the others reuse.
+// .ci/run empties it, so CI always builds for real once.
+const DefaultCache = "/var/cache/pgbench-test/bisect"
+
+// ConfigureFlags are the configure flags of every test build: no
+// readline, no ICU, which keeps the build dependencies and time down.
+var ConfigureFlags = []string{"--without-readline", "--without-icu"}
+
+// Commit is one commit of a test repository.
+type Commit struct {
+	Hash    string
+	Subject string
+}
+
+// Repo is the PostgreSQL repository of the bisect tests.
+type Repo struct {
+	Dir string
+	// Base is the tarball's commit: good.
+	Base Commit
+	// Commits are the commits on top of it, oldest first; the last is bad.
+	Commits []Commit
+	// Slow is the commit that adds the slow-down.
+	Slow Commit
+}
+
+// Head is the last commit: bad.
+func (r *Repo) Head() Commit { return r.Commits[len(r.Commits)-1] }
+
+// edit is one synthetic commit: in file, replace old by new.
+type edit struct {
+	subject, file, old, new string
+}
+
+// SlowSubject is the subject of the commit that slows every query down.
+const SlowSubject = "Spin in standard_ExecutorStart before every query"
+
+// edits are the commits on top of the tarball. The fourth spins in the
+// executor's per-query path, which select-only runs for every statement;
+// the others change comments, a help text and a README, so that each
+// commit builds differently and ccache has work to save.
+var edits = []edit{
+	{"Reword the header comment of nodeSeqscan.c", "src/backend/executor/nodeSeqscan.c",
+		"ExecSeqScan				sequentially scans a relation.", "ExecSeqScan				scans a relation sequentially."},
+	{"Say why standard_ExecutorStart checks its queryDesc", "src/backend/executor/execMain.c",
+		"/* sanity checks: queryDesc must not be started already */", "/* sanity checks: a queryDesc is started once, and only once */"},
+	{"pgbench: reword the help of --select-only", "src/bin/pgbench/pgbench.c",
+		`perform SELECT-only transactions\n"`, `run SELECT-only transactions\n"`},
+	{SlowSubject, "src/backend/executor/execMain.c",
+		"	Assert(queryDesc->estate == NULL);\n",
+		"	Assert(queryDesc->estate == NULL);\n\n" +
+			"	/* Spin a while before every query: a deliberate, fixed slow-down. */\n" +
+			"	{\n		volatile uint64 spin = 0;\n\n		for (int i = 0; i < 300000; i++)\n			spin += i;\n	}\n"},
+	{"Add a note on async requests to the executor README", "src/backend/executor/README",
+		"callback or ExecAsyncRequestDone to return a result immediately.\n",
+		"callback or ExecAsyncRequestDone to return a result immediately.\n\nA node may be asked again before its request is done.\n"},
+	{"Fix the comment of int2vectorrecv", "src/backend/utils/adt/int.c",
+		"*		int2vectorrecv			- converts external binary format to int2vector",
+		"*		int2vectorrecv			- converts the external binary format to int2vector"},
+}
+
+// Tarball is the PostgreSQL source tarball; it skips (or fails, see
+// testhost.Skip) when it is missing.
+func Tarball(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("PGBENCH_TEST_PG_TARBALL")
+	if p == "" {
+		p = DefaultTarball
+	}
+	if _, err := os.Stat(p); err != nil {
+		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", p, err)
+	}
+	return p
+}
+
+// Cache is the shared directory of the test builds and ccache, made
+// reachable by the PostgreSQL user.
+func Cache(t testing.TB) (builds, ccache string) {
+	t.Helper()
+	dir := os.Getenv(CacheEnv)
+	if dir == "" {
+		dir = DefaultCache
+	}
+	builds, ccache = filepath.Join(dir, "builds"), filepath.Join(dir, "ccache")
+	for _, d := range []string{dir, builds, ccache} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatalf("make %s: %v", d, err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return builds, ccache
+}
+
+// git runs git in dir with a fixed author, committer and date, so the same
+// tree always gives the same commit.
+func git(t testing.TB, dir string, when time.Time, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	date := when.UTC().Format(time.RFC3339)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=pgbench test", "GIT_AUTHOR_EMAIL=test@pgbench.invalid",
+		"GIT_COMMITTER_NAME=pgbench test", "GIT_COMMITTER_EMAIL=test@pgbench.invalid",
+		"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Git runs git in dir as git does in the test repositories: a fixed
+// author and date, no user or system configuration. It returns the output.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	return git(t, dir, base.Add(time.Hour), args...)
+}
+
+// base is the date of the tarball's commit; each edit comes a minute later.
+var base = time.Date(2025, 2, 20, 12, 0, 0, 0, time.UTC)
+
+// PostgreSQL makes the repository in a directory of its own under the
+// test's temporary directory (about ten seconds): the tarball as one commit,
+// then the edits.
+func PostgreSQL(t testing.TB) *Repo {
+	t.Helper()
+	tb := Tarball(t)
+	testhost.RequireCommand(t, "git")
+	testhost.RequireCommand(t, "tar")
+	testhost.RequireCommand(t, "bzip2")
+	dir := filepath.Join(t.TempDir(), "postgresql")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-xf", tb, "-C", dir, "--strip-components=1", "--no-same-owner").CombinedOutput(); err != nil {
+		t.Fatalf("extract %s: %v\n%s", tb, err, out)
+	}
+	git(t, dir, base, "init", "-q", "-b", "master")
+	git(t, dir, base, "add", "-A")
+	git(t, dir, base, "commit", "-q", "-m", "PostgreSQL 15.18")
+	r := &Repo{Dir: dir, Base: Commit{Hash: git(t, dir, base, "rev-parse", "HEAD"), Subject: "PostgreSQL 15.18"}}
+	for i, e := range edits {
+		when := base.Add(time.Duration(i+1) * time.Minute)
+		p := filepath.Join(dir, e.file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(b), e.old) != 1 {
+			t.Fatalf("commit %q: %s holds %q %d times, want once", e.subject, e.file, e.old, strings.Count(string(b), e.old))
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, dir, when, "commit", "-q", "-a", "-m", e.subject)
+		c := Commit{Hash: git(t, dir, when, "rev-parse", "HEAD"), Subject: e.subject}
+		r.Commits = append(r.Commits, c)
+		if e.subject == SlowSubject {
+			r.Slow = c
+		}
+	}
+	// Packed, a depth-1 fetch of one commit reuses the pack's deltas.
+	git(t, dir, base, "gc", "-q")
+	return r
+}
+
+// Small makes a repository of n commits, "commit 1" to "commit n", each
+// tagged c1..cn, for the range logic; nothing in it builds.
+func Small(t testing.TB, n int) (dir string, commits []Commit) {
+	t.Helper()
+	testhost.RequireCommand(t, "git")
+	dir = t.TempDir()
+	git(t, dir, base, "init", "-q", "-b", "main")
+	for i := 1; i <= n; i++ {
+		when := base.Add(time.Duration(i) * time.Minute)
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(fmt.Sprintf("%d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, dir, when, "add", "f")
+		git(t, dir, when, "commit", "-q", "-m", fmt.Sprintf("commit %d", i))
+		git(t, dir, when, "tag", fmt.Sprintf("c%d", i))
+		commits = append(commits, Commit{Hash: git(t, dir, when, "rev-parse", "HEAD"), Subject: fmt.Sprintf("commit %d", i)})
+	}
+	return dir, commits
+}
