@@ -459,11 +459,13 @@ func (e *engine) stopRunning(ctx context.Context) error {
 	if e.running == nil {
 		return nil
 	}
-	vs := e.running
-	e.running = nil
-	if err := vs.cluster.Stop(ctx); err != nil {
-		return fmt.Errorf("variant %s: %w", vs.Name, err)
+	// running clears only once the server stopped: a stop that failed
+	// (a cancelled context, say) leaves it to the deferred stop of
+	// Execute, which runs on a context of its own.
+	if err := e.running.cluster.Stop(ctx); err != nil {
+		return fmt.Errorf("variant %s: %w", e.running.Name, err)
 	}
+	e.running = nil
 	return nil
 }
 

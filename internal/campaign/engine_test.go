@@ -440,41 +440,59 @@ func TestHugePagesOnWithoutPool(t *testing.T) {
 }
 
 // TestCancelStopsCleanly cancels the context mid-campaign (what SIGINT
-// does in the runner): the error wraps context.Canceled, the journal keeps
-// the finished runs, and no server is left running.
+// does in the runner), once in the middle of a run and once between two
+// runs, where the next run's first act is to stop the server the last
+// one used: the error wraps context.Canceled, the journal keeps the
+// finished runs, and no server is left running.
 func TestCancelStopsCleanly(t *testing.T) {
 	bin := needPostgres(t)
-	out := scratch(t)
-	cfg := &Config{
-		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
-		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 3 * time.Second, Iterations: 2, OutDir: out,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	started := 0
-	on := func(e Event) {
-		if e.Event == "run_start" {
-			started++
-			if started == 2 {
-				// Cancel in the middle of the second run.
-				time.AfterFunc(time.Second, cancel)
+	for _, tc := range []struct {
+		name  string
+		event string
+		nth   int
+		after time.Duration
+	}{
+		{"mid-run", "run_start", 2, time.Second},
+		{"between-runs", "run_done", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := scratch(t)
+			cfg := &Config{
+				Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
+				Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 3 * time.Second, Iterations: 2, OutDir: out,
 			}
-		}
-	}
-	t0 := time.Now()
-	_, err := Execute(ctx, cfg, on)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Execute = %v, want context.Canceled", err)
-	}
-	if d := time.Since(t0); d > 30*time.Second {
-		t.Errorf("cancel took the campaign %v to stop", d)
-	}
-	if n := journalRuns(t, out); n != 1 {
-		t.Errorf("journal has %d runs, want 1", n)
-	}
-	for _, v := range []string{"a", "b"} {
-		if _, err := os.Stat(filepath.Join(out, "data", v, "postmaster.pid")); !os.IsNotExist(err) {
-			t.Errorf("variant %s: postmaster.pid = %v, want no server left running", v, err)
-		}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			seen := 0
+			on := func(e Event) {
+				if e.Event != tc.event {
+					return
+				}
+				if seen++; seen != tc.nth {
+					return
+				}
+				if tc.after == 0 {
+					cancel()
+				} else {
+					time.AfterFunc(tc.after, cancel)
+				}
+			}
+			t0 := time.Now()
+			_, err := Execute(ctx, cfg, on)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Execute = %v, want context.Canceled", err)
+			}
+			if d := time.Since(t0); d > 30*time.Second {
+				t.Errorf("cancel took the campaign %v to stop", d)
+			}
+			if n := journalRuns(t, out); n != 1 {
+				t.Errorf("journal has %d runs, want 1", n)
+			}
+			for _, v := range []string{"a", "b"} {
+				if _, err := os.Stat(filepath.Join(out, "data", v, "postmaster.pid")); !os.IsNotExist(err) {
+					t.Errorf("variant %s: postmaster.pid = %v, want no server left running", v, err)
+				}
+			}
+		})
 	}
 }
