@@ -48,11 +48,6 @@ const (
 	bisectDefaultDeleteTimeout = 30 * time.Minute
 )
 
-// bisectBuildDir holds the bisect's builds beside the runner by default,
-// apart from pgbench_postgres_build's, so that destroying a bisect never
-// removes a build another resource uses.
-const bisectBuildDir = "bisect-builds"
-
 func (r *perfBisectResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_perf_bisect"
 }
@@ -95,7 +90,7 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 		"ccache_dir": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "ccache's cache directory on the host. Default `" + pgbuild.DefaultCCacheDir + "`."},
 		"build_root": schema.StringAttribute{Optional: true, PlanModifiers: rs,
-			MarkdownDescription: "Directory on the host of the builds, one prefix per build key. Default `" + bisectBuildDir + "` beside the runner; " +
+			MarkdownDescription: "Directory on the host of the builds, one prefix per build key. Default `" + posixpath.Base(runnerclient.BisectBuildRoot("/")) + "` beside the runner; " +
 				"destroy removes the builds this bisect made."},
 		"keep_builds": schema.BoolAttribute{Optional: true,
 			MarkdownDescription: "Keep the builds this bisect made when it is destroyed, for a later bisect of an overlapping range " +
@@ -190,7 +185,7 @@ func (r *perfBisectResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 	cfg.Build.Patches = paths
 	if plan.BuildRoot.IsNull() {
-		cfg.Build.Root = posixpath.Join(installDir, bisectBuildDir)
+		cfg.Build.Root = runnerclient.BisectBuildRoot(installDir)
 	}
 	// The same configuration always gives the same directory: that is
 	// what lets a failed apply resume. Bisects live beside the campaigns,

@@ -125,10 +125,14 @@ func uninstall(ctx context.Context, dir string, removeDir, keepCampaigns bool) (
 	}
 	if removeDir {
 		// The campaigns directory, once its campaigns are destroyed (their
-		// reports collected elsewhere), is empty: it goes first. One that
-		// still holds reports stays, and so does the install directory.
-		if err := os.Remove(root); err == nil {
-			res.Removed = append(res.Removed, root)
+		// reports collected elsewhere), is empty: it goes first, and so
+		// does the bisects' build directory once their builds are gone.
+		// One that still holds reports or kept builds stays, and so does
+		// the install directory.
+		for _, d := range []string{root, runnerclient.BisectBuildRoot(dir)} {
+			if err := os.Remove(d); err == nil {
+				res.Removed = append(res.Removed, d)
+			}
 		}
 		err := os.Remove(dir)
 		switch {

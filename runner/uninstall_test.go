@@ -105,6 +105,20 @@ func TestUninstallRevertsRemovesAndIsIdempotent(t *testing.T) {
 	if err := os.Mkdir(campaign.Root(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A build a bisect was told to keep keeps the directory; once it is
+	// gone (destroyed bisects remove theirs, leaving an empty build
+	// directory), the directory goes.
+	kept := filepath.Join(runnerclient.BisectBuildRoot(dir), "0123abcd", "bin", "postgres")
+	writeFile(t, kept, "x")
+	if res := uninstallJSON(t, "--dir", dir, "--remove-dir"); res.DirRemoved || res.DirKept == "" {
+		t.Errorf("uninstall beside a kept bisect build: dir_removed = %v, dir_kept = %q; want the directory kept, saying why", res.DirRemoved, res.DirKept)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("kept bisect build after uninstall: %v", err)
+	}
+	if err := os.RemoveAll(filepath.Dir(filepath.Dir(kept))); err != nil {
+		t.Fatal(err)
+	}
 	if res := uninstallJSON(t, "--dir", dir, "--remove-dir"); !res.DirRemoved {
 		t.Errorf("uninstall of an empty directory: dir_removed = false (%q), want true", res.DirKept)
 	}

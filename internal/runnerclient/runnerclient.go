@@ -26,6 +26,11 @@ const BinaryName = "pgbench-runner"
 // BinaryPath is where the runner lives in an install directory.
 func BinaryPath(installDir string) string { return path.Join(installDir, BinaryName) }
 
+// BisectBuildRoot is where pgbench_perf_bisect builds by default: beside
+// the runner, apart from pgbench_postgres_build's builds, so that
+// destroying a bisect never removes a build another resource uses.
+func BisectBuildRoot(installDir string) string { return path.Join(installDir, "bisect-builds") }
+
 // TuneStatePath is the tuning state file (previous values of the knobs
 // pgbench_host tuned) in an install directory.
 func TuneStatePath(installDir string) string { return path.Join(installDir, "tune-state.json") }
