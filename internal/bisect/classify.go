@@ -29,8 +29,8 @@ import (
 //     alpha (Bonferroni over the looks).
 
 // Delta is one comparison as a bisect reports it: a side against a
-// reference, as a percent change of TPS, with the interval of the test that
-// gives the verdict.
+// reference, as a percent change of the figure of merit (TPS, or NOPM
+// under TPC-C), with the interval of the test that gives the verdict.
 type Delta struct {
 	DeltaPct  float64  `json:"delta_pct"`
 	CILowPct  *float64 `json:"ci_low_pct"`

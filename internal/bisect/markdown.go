@@ -70,12 +70,12 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	}
 
 	fmt.Fprintf(&b, "\n## How each step was decided\n\n"+
-		"Every commit ran in one campaign with good and bad, alternating; the deltas are its TPS against theirs with the interval of "+
+		"Every commit ran in one campaign with good and bad, alternating; the deltas are its %s against theirs with the interval of "+
 		"the paired t test on log ratios (%s), Holm-corrected across the comparisons of a look. A commit is bad when it is significantly "+
 		"%s than good and its whole interval against bad lies within half the endpoints' change; good when it is significantly %s than "+
 		"bad and its whole interval against good lies within that half; otherwise it gets another round, up to %d, and is skipped after "+
 		"the last. Each look decides at alpha %g / %d = %.3g, so that looking again does not inflate the error rate.\n",
-		md(r.Method), slowerFaster(r.Direction, true), slowerFaster(r.Direction, false), r.StepRounds, r.Alpha, r.StepRounds, r.Alpha/float64(r.StepRounds))
+		report.MetricLabel(r.Workload.Metric), md(r.Method), slowerFaster(r.Direction, true), slowerFaster(r.Direction, false), r.StepRounds, r.Alpha, r.StepRounds, r.Alpha/float64(r.StepRounds))
 
 	b.WriteString("\n## Workload\n\n")
 	report.WriteWorkloadMarkdown(&b, r.Workload)

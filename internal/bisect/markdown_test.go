@@ -72,3 +72,16 @@ func TestWriteMarkdownGolden(t *testing.T) {
 		t.Errorf("summary.md differs from %s (run with -update after checking):\n%s", golden, got)
 	}
 }
+
+// A bisect under TPC-C decides on NOPM, and its summary says so.
+func TestWriteMarkdownNamesTheMetric(t *testing.T) {
+	r := goldenResult()
+	r.Workload.Mode, r.Workload.Warehouses, r.Workload.Metric = "tpcc", 4, report.MetricNOPM
+	var b strings.Builder
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.String(); !strings.Contains(s, "the deltas are its NOPM against theirs") || strings.Contains(s, "TPS against") {
+		t.Errorf("the summary of a TPC-C bisect does not say its deltas are of NOPM:\n%s", s)
+	}
+}
