@@ -261,11 +261,7 @@ func abAttrPath(p campaign.Path) path.Path {
 	if attr == "" {
 		return path.Empty()
 	}
-	parts := strings.Split(attr, ".")
-	ap := path.Root(parts[0])
-	for _, s := range parts[1:] {
-		ap = ap.AtName(s)
-	}
+	ap := attrPath(attr)
 	if p.Index >= 0 {
 		ap = ap.AtListIndex(p.Index)
 	}
@@ -276,6 +272,20 @@ func abAttrPath(p campaign.Path) path.Path {
 		ap = ap.AtMapKey(p.Key)
 	}
 	return ap
+}
+
+// attrPath is the path of a dotted attribute name ("workload.clients");
+// the empty path for "", a field Terraform does not expose.
+func attrPath(attr string) path.Path {
+	if attr == "" {
+		return path.Empty()
+	}
+	parts := strings.Split(attr, ".")
+	p := path.Root(parts[0])
+	for _, s := range parts[1:] {
+		p = p.AtName(s)
+	}
+	return p
 }
 
 // abCampaign is the campaign m defines, checked and fully resolved: a

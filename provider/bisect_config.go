@@ -70,7 +70,7 @@ func bisectConfig(ctx context.Context, m *perfBisectModel) (*bisect.Config, abUn
 // reports them.
 func bisectValidate(c *bisect.Config, u abUnknowns, d *diag.Diagnostics) {
 	for _, fe := range bisect.FieldErrors(c.Validate()) {
-		p := bisectAttrPath(fe.Flag)
+		p := attrPath(bisect.FieldByFlag(fe.Flag).Attribute)
 		if u.covers(p) || (fe.Title == "Nothing To Bisect" && (u.covers(path.Root("good")) || u.covers(path.Root("bad")))) {
 			continue
 		}
@@ -81,21 +81,6 @@ func bisectValidate(c *bisect.Config, u abUnknowns, d *diag.Diagnostics) {
 		d.AddAttributeError(p, fe.Title, p.String()+": "+fe.Msg+".")
 	}
 	abValidate(c.StepCampaign(), u, d)
-}
-
-// bisectAttrPath is the attribute of a bisect field, by its runner flag;
-// the empty path for a field Terraform does not expose.
-func bisectAttrPath(flag string) path.Path {
-	attr := bisect.FieldByFlag(flag).Attribute
-	if attr == "" {
-		return path.Empty()
-	}
-	parts := strings.Split(attr, ".")
-	p := path.Root(parts[0])
-	for _, s := range parts[1:] {
-		p = p.AtName(s)
-	}
-	return p
 }
 
 // bisectDoc is the MarkdownDescription of a bisect argument, from the
