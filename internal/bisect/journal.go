@@ -1,10 +1,6 @@
 package bisect
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,24 +53,13 @@ type journal struct {
 func openJournal(dir string, h journalHeader, fresh bool) (*journal, error) {
 	path := filepath.Join(dir, JournalFile)
 	j := &journal{builds: map[string]Build{}}
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && fresh && len(b) > 0:
-		old := path + "." + h.StartedAt.UTC().Format("20060102T150405") + ".old"
-		if err := os.Rename(path, old); err != nil {
-			return nil, fmt.Errorf("move old journal aside: %w", err)
-		}
-		b = nil
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("read journal: %w", err)
+	b, err := atomicfile.ReadJSONLines(path, fresh, h.StartedAt)
+	if err != nil {
+		return nil, err
 	}
-	// A last line without its newline is a write a crash cut short.
-	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
-		b = b[:i+1]
-	}
-	var old *journalHeader
 	if len(b) > 0 {
-		if old, err = j.replay(b, path); err != nil {
+		old, err := j.replay(b, path)
+		if err != nil {
 			return nil, err
 		}
 		if err := sameBisect(*old, h, path); err != nil {
@@ -82,24 +67,13 @@ func openJournal(dir string, h journalHeader, fresh bool) (*journal, error) {
 		}
 		j.startedAt = old.StartedAt
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open journal: %w", err)
+	if j.f, err = atomicfile.OpenJSONLines(path, len(b)); err != nil {
+		return nil, err
 	}
-	j.f = f
-	// Drop a torn last line (or a torn header: the file starts over).
-	if err := f.Truncate(int64(len(b))); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("truncate journal: %w", err)
-	}
-	if _, err := f.Seek(0, 2); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seek journal: %w", err)
-	}
-	if old == nil {
+	if len(b) == 0 {
 		j.startedAt = h.StartedAt
 		if err := j.append(journalLine{Header: &h}); err != nil {
-			f.Close()
+			j.f.Close()
 			return nil, err
 		}
 	}
@@ -109,13 +83,7 @@ func openJournal(dir string, h journalHeader, fresh bool) (*journal, error) {
 // replay reads the lines of a journal into j and returns its header.
 func (j *journal) replay(b []byte, path string) (*journalHeader, error) {
 	var h *journalHeader
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		var l journalLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, fmt.Errorf("journal %s line %d: %w", path, n, err)
-		}
+	err := atomicfile.EachJSONLine(b, path, func(l journalLine) {
 		switch {
 		case l.Header != nil:
 			h = l.Header
@@ -126,9 +94,9 @@ func (j *journal) replay(b []byte, path string) (*journalHeader, error) {
 		case l.Step != nil:
 			j.steps = append(j.steps, *l.Step)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if h == nil {
 		return nil, fmt.Errorf("journal %s has no header line", path)
@@ -174,15 +142,9 @@ func (j *journal) close() error { return j.f.Close() }
 // dir, by commit; none when there is no journal.
 func ReadBuilds(dir string) (map[string]Build, error) {
 	path := filepath.Join(dir, JournalFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]Build{}, nil
-	}
+	b, err := atomicfile.ReadJSONLines(path, false, time.Time{})
 	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
-		b = b[:i+1]
+		return nil, err
 	}
 	j := &journal{builds: map[string]Build{}}
 	if len(b) > 0 {

@@ -1,10 +1,8 @@
 package campaign
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,23 +127,10 @@ type Journal struct {
 func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journal, error) {
 	path := filepath.Join(dir, JournalFile)
 	j := &Journal{Runs: map[int]report.Run{}, HugePages: map[string]string{}}
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && fresh && len(b) > 0:
-		old := path + "." + now.UTC().Format("20060102T150405") + ".old"
-		if err := os.Rename(path, old); err != nil {
-			return nil, fmt.Errorf("move old journal aside: %w", err)
-		}
-		b = nil
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("read journal: %w", err)
+	b, err := atomicfile.ReadJSONLines(path, fresh, now)
+	if err != nil {
+		return nil, err
 	}
-	// A last line without its newline is a write the crash cut short: drop it.
-	torn := false
-	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
-		b, torn = b[:i+1], true
-	}
-	header := false
 	if len(b) > 0 {
 		h, runs, hp, err := parseJournal(b, path)
 		if err != nil {
@@ -156,28 +141,14 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
 		}
 		j.StartedAt, j.Runs, j.HugePages = h.StartedAt, runs, hp
-		header = true
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open journal: %w", err)
+	if j.f, err = atomicfile.OpenJSONLines(path, len(b)); err != nil {
+		return nil, err
 	}
-	j.f = f
-	if torn && header {
-		if err := f.Truncate(int64(len(b))); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("truncate journal: %w", err)
-		}
-	}
-	if !header {
-		// Rewrite from scratch: a torn header-only file is replaced.
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("truncate journal: %w", err)
-		}
+	if len(b) == 0 {
 		j.StartedAt = now
 		if err := j.append(journalLine{Header: &journalHeader{Definition: def, StartedAt: now}}); err != nil {
-			f.Close()
+			j.f.Close()
 			return nil, err
 		}
 	}
@@ -191,13 +162,7 @@ func parseJournal(b []byte, path string) (*journalHeader, map[int]report.Run, ma
 	var h *journalHeader
 	runs := map[int]report.Run{}
 	hp := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		var l journalLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, nil, nil, fmt.Errorf("journal %s line %d: %w", path, lineNo, err)
-		}
+	err := atomicfile.EachJSONLine(b, path, func(l journalLine) {
 		switch {
 		case l.Header != nil:
 			h = l.Header
@@ -206,9 +171,9 @@ func parseJournal(b []byte, path string) (*journalHeader, map[int]report.Run, ma
 		case l.HugePages != nil:
 			hp[l.HugePages.Variant] = l.HugePages.Observed
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, nil, fmt.Errorf("read journal %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if h == nil {
 		return nil, nil, nil, fmt.Errorf("journal %s has no header line", path)
