@@ -30,17 +30,24 @@ type ClientCPU struct {
 // server.
 const ClientBoundShare = 0.9
 
-// CounterDiff is one counter whose per-variant medians differ between the
-// two sides of a comparison.
+// CounterDiff is one counter that differs between the two sides of a
+// comparison: Baseline and Candidate are its medians over each side's runs.
 type CounterDiff struct {
 	// Name is the counter's name, with "/tx" when it is normalized per
 	// transaction (see PerTransaction).
 	Name      string  `json:"name"`
 	Baseline  float64 `json:"baseline"`
 	Candidate float64 `json:"candidate"`
-	// Ratio is Candidate / Baseline, kept finite when one side is 0 (see
-	// counterRatio).
-	Ratio float64 `json:"ratio"`
+	// Ratio is the estimated ratio of the candidate's counter to the
+	// baseline's (the geometric mean of the pairs' ratios when paired), and
+	// RatioLow and RatioHigh its interval, at the level that agrees with
+	// PAdjusted (the p-value corrected across every counter of the
+	// campaign). A counter that is 0 in some runs is offset by a thousandth
+	// of its largest value, so the ratio stays finite.
+	Ratio     float64 `json:"ratio"`
+	RatioLow  float64 `json:"ratio_low"`
+	RatioHigh float64 `json:"ratio_high"`
+	PAdjusted float64 `json:"p_adjusted"`
 }
 
 // CounterSource names where a counter comes from, by its prefix.
@@ -113,52 +120,158 @@ func counterMedians(rs []Run) (raw, compared map[string]float64) {
 	return collect(func(r Run) map[string]float64 { return r.Counters }), collect(comparedCounters)
 }
 
-// MaxDiffered is how many counters a comparison lists as differing most.
+// MaxDiffered is how many counters a comparison lists as differing.
 const MaxDiffered = 12
 
-// MinDifferedPct is the smallest change of a counter's median the
-// comparisons list.
-const MinDifferedPct = 1.0
+// counterTest is one counter of one comparison, tested across the runs.
+type counterTest struct {
+	cell, idx int // cells[cell].Comparisons[idx]
+	name      string
+	inf       inference
+}
 
-// differed ranks the counters both sides have by how far apart their
-// medians are, as the absolute log of their ratio, largest first.
-func differed(base, cand map[string]float64, n int) []CounterDiff {
-	var out []CounterDiff
-	for k, b := range base {
-		c, ok := cand[k]
-		if !ok || (b == 0 && c == 0) {
+// compareCounters fills each comparison's Differed: every counter both
+// sides have is tested across the runs (paired by iteration when the
+// analysis is, as the figure of merit is: a paired t test on the log
+// ratios; a Welch t test on the logs otherwise), the p-values of all
+// counters of all comparisons of the campaign are corrected together by
+// Holm's method, and only the counters whose corrected p is at most alpha
+// are listed, largest change first, each with its interval at the level
+// that agrees with its corrected p. A counter whose runs do not vary (or
+// that is 0 everywhere) has no test and is not listed.
+func compareCounters(cells []Cell, byCell []map[string][]Run, an Analysis) {
+	var tests []counterTest
+	for i := range cells {
+		for j := range cells[i].Comparisons {
+			cmp := &cells[i].Comparisons[j]
+			base, cand := byCell[i][cmp.Baseline], byCell[i][cmp.Candidate]
+			for _, name := range sharedCounters(base, cand) {
+				inf, ok := testCounter(base, cand, name, an.Paired)
+				if !ok {
+					continue
+				}
+				cmp.CountersTested++
+				tests = append(tests, counterTest{cell: i, idx: j, name: name, inf: inf})
+			}
+		}
+	}
+	ps := make([]float64, len(tests))
+	for i, t := range tests {
+		ps[i] = t.inf.p
+	}
+	adjusted := holm(ps)
+	for i, t := range tests {
+		if adjusted[i] > an.Alpha {
 			continue
 		}
-		r := counterRatio(b, c)
-		if math.Abs(math.Log(r)) < math.Log(1+MinDifferedPct/100) {
-			continue
-		}
-		out = append(out, CounterDiff{Name: k, Baseline: b, Candidate: c, Ratio: r})
+		cmp := &cells[t.cell].Comparisons[t.idx]
+		g := levelFor(an.Alpha, t.inf.p, adjusted[i], len(ps))
+		lo, hi, _ := t.inf.interval(g)
+		bv, cv := cells[t.cell].Variants[cmp.Baseline], cells[t.cell].Variants[cmp.Candidate]
+		cmp.Differed = append(cmp.Differed, CounterDiff{Name: t.name,
+			Baseline: bv.CountersCompared[t.name], Candidate: cv.CountersCompared[t.name],
+			Ratio: math.Exp(t.inf.shift), RatioLow: math.Exp(lo), RatioHigh: math.Exp(hi), PAdjusted: adjusted[i]})
 	}
-	score := func(d CounterDiff) float64 { return math.Abs(math.Log(d.Ratio)) }
-	slices.SortFunc(out, func(x, y CounterDiff) int {
-		if s := cmp.Compare(score(y), score(x)); s != 0 {
-			return s
+	for i := range cells {
+		for j := range cells[i].Comparisons {
+			d := cells[i].Comparisons[j].Differed
+			score := func(d CounterDiff) float64 { return math.Abs(math.Log(d.Ratio)) }
+			slices.SortFunc(d, func(x, y CounterDiff) int {
+				if s := cmp.Compare(score(y), score(x)); s != 0 {
+					return s
+				}
+				return strings.Compare(x.Name, y.Name)
+			})
+			if len(d) > MaxDiffered {
+				cells[i].Comparisons[j].Differed = d[:MaxDiffered]
+			}
 		}
-		return strings.Compare(x.Name, y.Name)
-	})
-	if len(out) > n {
-		out = out[:n]
 	}
+}
+
+// sharedCounters are the compared counters (comparedCounters) that runs
+// of both sides have, sorted.
+func sharedCounters(base, cand []Run) []string {
+	has := func(rs []Run) map[string]bool {
+		m := map[string]bool{}
+		for _, r := range rs {
+			for k := range comparedCounters(r) {
+				m[k] = true
+			}
+		}
+		return m
+	}
+	hb, hc := has(base), has(cand)
+	var out []string
+	for k := range hb {
+		if hc[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
-// counterRatio is c / b. A side at 0 is taken as 0.1% of the other, so 0
-// against anything is 1001× (or its inverse): a counter that appears
-// ranks high without an infinite ratio, below a measured change that is
-// larger still.
-func counterRatio(b, c float64) float64 {
-	b, c = math.Abs(b), math.Abs(c)
-	if b == 0 || c == 0 {
-		f := 1e-3 * max(b, c)
-		return (c + f) / (b + f)
+// testCounter tests one counter between the runs of two variants, on the
+// log of its values. A counter that is 0 in some runs is offset by a
+// thousandth of its largest value first, so that
+// appearing or vanishing is a large finite change. ok is false when the
+// counter has no test: too few runs, a negative value, or no spread.
+func testCounter(base, cand []Run, name string, paired bool) (inference, bool) {
+	var a, b []float64
+	if paired {
+		byIter := map[int]float64{}
+		for _, r := range base {
+			if v, ok := comparedCounters(r)[name]; ok {
+				byIter[r.Iteration] = v
+			}
+		}
+		for _, r := range slices.SortedFunc(slices.Values(cand), func(x, y Run) int { return x.Iteration - y.Iteration }) {
+			v, ok := comparedCounters(r)[name]
+			if x, okb := byIter[r.Iteration]; ok && okb {
+				a, b = append(a, x), append(b, v)
+			}
+		}
+	} else {
+		for _, r := range base {
+			if v, ok := comparedCounters(r)[name]; ok {
+				a = append(a, v)
+			}
+		}
+		for _, r := range cand {
+			if v, ok := comparedCounters(r)[name]; ok {
+				b = append(b, v)
+			}
+		}
 	}
-	return c / b
+	largest := 0.0
+	for _, v := range slices.Concat(a, b) {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return inference{}, false
+		}
+		largest = max(largest, v)
+	}
+	if largest == 0 {
+		return inference{}, false
+	}
+	off := 0.0
+	if slices.Contains(a, 0) || slices.Contains(b, 0) {
+		off = 1e-3 * largest
+	}
+	shift := func(xs []float64) []float64 {
+		out := make([]float64, len(xs))
+		for i, x := range xs {
+			out[i] = x + off
+		}
+		return out
+	}
+	var inf inference
+	if paired {
+		inf = pairedLogT(shift(a), shift(b), 0)
+	} else {
+		inf = welchLogT(shift(a), shift(b))
+	}
+	return inf, inf.ok
 }
 
 // clientBoundRuns counts the runs whose client was saturated.
@@ -172,28 +285,40 @@ func clientBoundRuns(rs []Run) int {
 	return n
 }
 
-// writeDifferedTable lists, per comparison, the counters whose medians
-// differ most between its variants: the first place to look for why.
+// writeDifferedTable lists, per comparison, the counters that differ
+// between its variants by a test across the runs: the first place to look
+// for why. A comparison whose counters were tested and none differs says
+// so in one sentence.
 func writeDifferedTable(b *strings.Builder, r *Results) {
 	have := false
 	for _, cell := range r.Cells {
 		for _, c := range cell.Comparisons {
-			have = have || len(c.Differed) > 0
+			have = have || c.CountersTested > 0
 		}
 	}
 	if !have {
 		return
 	}
-	b.WriteString("\n## What differed\n\nCounters whose medians differ most between the variants (per transaction where marked /tx; wait events as the share of sampled active backends).\n")
+	test := "a Welch t test on the log of each counter"
+	if r.Method != MethodHodgesLehmann {
+		test = "a paired t test on the log ratios of each counter across the paired runs"
+	}
+	fmt.Fprintf(b, "\n## What differed\n\nCounters that differ between the variants by %s, with Holm's correction across every counter of the campaign at alpha = %g; "+
+		"the ratio is candidate over baseline with its interval, medians per side (per transaction where marked /tx; wait events as the share of sampled active backends).\n", test, r.Alpha)
 	for _, cell := range r.Cells {
 		for _, c := range cell.Comparisons {
-			if len(c.Differed) == 0 {
+			if c.CountersTested == 0 {
 				continue
 			}
-			fmt.Fprintf(b, "\n%d clients, %s vs %s:\n\n| counter | source | %s | %s | ratio |\n|:--|:--|--:|--:|--:|\n",
-				cell.Clients, mdCell(c.Candidate), mdCell(c.Baseline), mdCell(c.Baseline), mdCell(c.Candidate))
+			if len(c.Differed) == 0 {
+				fmt.Fprintf(b, "\n%d clients, %s vs %s: none of the %d counters compared differs.\n", cell.Clients, mdCell(c.Candidate), mdCell(c.Baseline), c.CountersTested)
+				continue
+			}
+			fmt.Fprintf(b, "\n%d clients, %s vs %s (%d of %d counters differ):\n\n| counter | source | %s | %s | ratio | interval | p adjusted |\n|:--|:--|--:|--:|--:|--:|--:|\n",
+				cell.Clients, mdCell(c.Candidate), mdCell(c.Baseline), len(c.Differed), c.CountersTested, mdCell(c.Baseline), mdCell(c.Candidate))
 			for _, d := range c.Differed {
-				fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", mdCode(d.Name), CounterSource(d.Name), counterText(d.Baseline), counterText(d.Candidate), ratioText(d.Ratio))
+				fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s .. %s | %s |\n", mdCode(d.Name), CounterSource(d.Name), counterText(d.Baseline), counterText(d.Candidate),
+					ratioText(d.Ratio), ratioText(d.RatioLow), ratioText(d.RatioHigh), PValueText(d.PAdjusted, r.Alpha))
 			}
 		}
 	}

@@ -1,10 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
+	"github.com/aclements/go-moremath/mathx"
 	"github.com/aclements/go-moremath/stats"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -55,7 +58,12 @@ type inference struct {
 	n1, n2 int     // pairs: both the number of pairs
 	shift  float64 // estimate of ln(B/A)
 	p      float64 // two-sided p of "no shift"
-	ok     bool    // enough runs for a test and an interval
+	ok     bool    // enough runs with spread for a test and an interval
+	// why says what kept a test from being made, when ok is false.
+	why string
+	// floor is the smallest two-sided p the design can give whatever the
+	// data: 0 for the t tests, 2/C(n1+n2, n1) for the exact Mann-Whitney.
+	floor float64
 	// interval returns the 1-g interval of the shift; ok is false when no
 	// finite interval exists at that level.
 	interval func(g float64) (lo, hi float64, ok bool)
@@ -63,6 +71,13 @@ type inference struct {
 	// given the noise observed; NaN when it cannot be estimated.
 	mde func(g float64) float64
 }
+
+// noSpreadWhy is the note of a comparison whose samples do not vary.
+const (
+	noSpreadPrefix = "the runs have no spread"
+	noSpreadWhy    = noSpreadPrefix + " (every %s the same): p and interval are not computable, and no verdict is drawn from them; " +
+	"identical results usually mean a resolution or input problem (a rounded figure, one run copied), not a perfectly quiet machine"
+)
 
 // pairedLogT is the paired t analysis of ln(b_i/a_i), the pairs in
 // iteration order. With firstStage > 0 (an adaptive cell, whose length was
@@ -80,76 +95,326 @@ func pairedLogT(a, b []float64, firstStage int) inference {
 	if n > 0 {
 		inf.shift = stat.Mean(d, nil)
 	}
-	if n < MinPairs {
+	stage := d
+	if firstStage > 0 {
+		inf.method = MethodPairedTTwoStage
+		stage = d[:min(n, firstStage)]
+	}
+	switch {
+	case n < MinPairs:
+		inf.why = fmt.Sprintf("%d paired iterations give no test or interval: a paired comparison needs at least %d iterations per variant", n, MinPairs)
+		return inf
+	case firstStage > 0 && n < firstStage:
+		// A cell cut short before its first stage completed (a campaign
+		// still running): the two-stage statistic takes its spread from
+		// the whole first stage.
+		inf.why = fmt.Sprintf("%d of the first stage's %d paired iterations ran: the two-stage test and interval wait for the whole first stage", n, firstStage)
+		return inf
+	}
+	sd := stat.StdDev(stage, nil)
+	if !(sd > 0) {
+		inf.why = fmt.Sprintf(noSpreadWhy, "pair's ratio is")
 		return inf
 	}
 	inf.ok = true
-	stage := d
-	if firstStage > 0 {
-		if n < firstStage {
-			// A cell cut short before its first stage completed (a
-			// campaign still running): no two-stage statistic yet.
-			inf.ok = false
-			return inf
-		}
-		inf.method = MethodPairedTTwoStage
-		stage = d[:firstStage]
-	}
-	sd := stat.StdDev(stage, nil)
 	se := sd / math.Sqrt(float64(n))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(stage) - 1)}
-	switch {
-	case se > 0:
-		inf.p = 2 * t.Survival(math.Abs(inf.shift)/se)
-	case inf.shift != 0:
-		inf.p = 0 // every pair moved by exactly the same ratio
-	}
+	nu := float64(len(stage) - 1)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}
+	inf.p = 2 * t.Survival(math.Abs(inf.shift)/se)
 	inf.interval = func(g float64) (float64, float64, bool) {
 		q := t.Quantile(1 - g/2)
 		return inf.shift - q*se, inf.shift + q*se, true
 	}
-	inf.mde = func(g float64) float64 {
-		return (t.Quantile(1-g/2) + t.Quantile(power)) * se
-	}
+	inf.mde = func(g float64) float64 { return tMDE(g, nu, se/c4(nu)) }
 	return inf
 }
 
 // hodgesLehmann is the unpaired analysis of ln b - ln a: the median of all
-// pairwise differences, and the exact Mann-Whitney test and interval (the
-// interval's ends are order statistics of those differences at the test's
-// critical values, which is what makes the two agree).
+// pairwise differences, and the exact Mann-Whitney test and interval. The
+// test's distribution is the permutation distribution of U conditional on
+// the ties of the samples (go-moremath's UDist with its tie vector), and
+// the interval is the set of shifts the same test does not reject, so that
+// the two agree with ties too.
 func hodgesLehmann(a, b []float64) inference {
 	n1, n2 := len(a), len(b)
 	inf := inference{method: MethodHodgesLehmann, n1: n1, n2: n2, p: 1}
 	if n1 == 0 || n2 == 0 {
 		return inf
 	}
+	mw := newMannWhitney(logs(a), logs(b))
+	inf.shift = stats.Sample{Xs: mw.diffs, Sorted: true}.Quantile(0.5)
+	inf.floor = mwFloor(n1, n2)
+	v1, v2 := stat.Variance(mw.la, nil), stat.Variance(mw.lb, nil)
+	switch {
+	case n1 < MinPerSide || n2 < MinPerSide:
+		inf.why = fmt.Sprintf("%d vs %d iterations give no test or interval: an unpaired comparison needs at least %d iterations per variant", n1, n2, MinPerSide)
+		return inf
+	case !(v1 > 0 || v2 > 0):
+		inf.why = fmt.Sprintf(noSpreadWhy, "run of each variant gave")
+		return inf
+	}
+	inf.ok = true
+	inf.p = mw.pAt(0)
+	inf.interval = mw.interval
+	// Pooled spread of the log values, and the test's efficiency relative
+	// to the t test (3/pi under normality).
+	nu := float64(n1 + n2 - 2)
+	pooled := math.Sqrt(((float64(n1)-1)*v1 + (float64(n2)-1)*v2) / nu)
+	se := pooled * math.Sqrt(1/float64(n1)+1/float64(n2)) / math.Sqrt(3/math.Pi)
+	inf.mde = func(g float64) float64 { return tMDE(g, nu, se/c4(nu)) }
+	return inf
+}
+
+// welchLogT is Welch's t test of ln b - ln a for unpaired samples of
+// unequal spread, with the Welch-Satterthwaite degrees of freedom: the
+// test "what differed" applies to a counter when the runs are not paired.
+func welchLogT(a, b []float64) inference {
+	n1, n2 := len(a), len(b)
+	inf := inference{method: "welch-t-log", n1: n1, n2: n2, p: 1}
+	if n1 < MinPairs || n2 < MinPairs {
+		return inf
+	}
 	la, lb := logs(a), logs(b)
-	diffs := make([]float64, 0, n1*n2)
-	u := 0.0 // Mann-Whitney U of b over a: pairs with b above a, ties half
-	for _, x := range la {
-		for _, y := range lb {
-			diffs = append(diffs, y-x)
-			switch {
-			case y > x:
+	inf.shift = stat.Mean(lb, nil) - stat.Mean(la, nil)
+	w1, w2 := stat.Variance(la, nil)/float64(n1), stat.Variance(lb, nil)/float64(n2)
+	se := math.Sqrt(w1 + w2)
+	if !(se > 0) {
+		return inf
+	}
+	inf.ok = true
+	nu := (w1 + w2) * (w1 + w2) / (w1*w1/float64(n1-1) + w2*w2/float64(n2-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}
+	inf.p = 2 * t.Survival(math.Abs(inf.shift)/se)
+	inf.interval = func(g float64) (float64, float64, bool) {
+		q := t.Quantile(1 - g/2)
+		return inf.shift - q*se, inf.shift + q*se, true
+	}
+	inf.mde = func(float64) float64 { return math.NaN() }
+	return inf
+}
+
+// mwFloor is the smallest two-sided p of the exact Mann-Whitney test with
+// n1 and n2 runs and no ties: both samples entirely apart, 2/C(n1+n2, n1).
+func mwFloor(n1, n2 int) float64 {
+	if n1 > exactUMax || n2 > exactUMax {
+		return 0
+	}
+	return min(1, 2/mathx.Choose(n1+n2, n1))
+}
+
+// tMDE is the shift a two-sided t test at level g with nu degrees of
+// freedom detects with probability power when the standard error of the
+// estimate is se: the noncentrality at which the noncentral t's two-sided
+// power is power, times se. The power comes from noncentralTPower, whose
+// accuracy TestNoncentralTPower checks by simulation.
+func tMDE(g, nu, se float64) float64 {
+	if !(se > 0) || nu < 1 {
+		return math.NaN()
+	}
+	return mdeNoncentrality(g, nu) * se
+}
+
+// mdeCache keeps the noncentralities tMDE solves for, by level and degrees
+// of freedom: a campaign asks for the same few again and again.
+var mdeCache sync.Map // [2]float64{g, nu} -> float64
+
+// mdeNoncentrality solves noncentralTPower(ncp, q, nu) = power for ncp by
+// bisection (the power grows with ncp).
+func mdeNoncentrality(g, nu float64) float64 {
+	key := [2]float64{g, nu}
+	if v, ok := mdeCache.Load(key); ok {
+		return v.(float64)
+	}
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}.Quantile(1 - g/2)
+	s := chiScale(nu)
+	lo, hi := 0.0, q+10
+	for hi-lo > 1e-7*hi {
+		mid := (lo + hi) / 2
+		if noncentralTPower(mid, q, s) < power {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	mdeCache.Store(key, hi)
+	return hi
+}
+
+// powerStrata is how many equally likely strata of the chi-square the
+// power integral uses.
+const powerStrata = 512
+
+// chiScale is sqrt(V/nu) at the midpoint quantile of each of powerStrata
+// equally likely strata of V ~ chi-square(nu) (gonum's distribution).
+func chiScale(nu float64) []float64 {
+	chi := distuv.ChiSquared{K: nu}
+	s := make([]float64, powerStrata)
+	for i := range s {
+		s[i] = math.Sqrt(chi.Quantile((float64(i)+0.5)/powerStrata) / nu)
+	}
+	return s
+}
+
+// noncentralTPower is P(|T| > q) for T noncentral t with noncentrality
+// ncp and the degrees of freedom behind s (chiScale): T = (Z + ncp) /
+// sqrt(V/nu) with Z standard normal and V chi-square(nu), so the power is
+// E_V[Phi(ncp - q s) + Phi(-ncp - q s)] with s = sqrt(V/nu), integrated over
+// V's quantiles by the midpoint rule. The integrand is bounded and smooth
+// in the quantile, so 512 strata give the power to about 1e-4, far finer
+// than the simulation that checks it.
+func noncentralTPower(ncp, q float64, s []float64) float64 {
+	norm := distuv.UnitNormal
+	sum := 0.0
+	for _, si := range s {
+		sum += norm.CDF(ncp-q*si) + norm.CDF(-ncp-q*si)
+	}
+	return sum / float64(len(s))
+}
+
+// c4 is E[s]/sigma for the standard deviation s of normal samples with nu
+// degrees of freedom. Dividing an observed s by it gives an unbiased
+// estimate of sigma, so that the reported MDE has its power on average
+// rather than less (s underestimates sigma by 11% at 2 degrees of freedom).
+func c4(nu float64) float64 {
+	lg1, _ := math.Lgamma((nu + 1) / 2)
+	lg2, _ := math.Lgamma(nu / 2)
+	return math.Sqrt(2/nu) * math.Exp(lg1-lg2)
+}
+
+// mannWhitney holds two samples of log values and their pairwise
+// differences, for the test of a shift and its inversion.
+type mannWhitney struct {
+	la, lb []float64 // sorted
+	diffs  []float64 // lb_j - la_i, sorted
+	// ties says some values tie within a sample, or across the samples at
+	// a shift of 0: then the test's distribution is the one conditional on
+	// the ties, and the interval is found by inverting that test.
+	ties bool
+}
+
+func newMannWhitney(la, lb []float64) *mannWhitney {
+	mw := &mannWhitney{la: slices.Sorted(slices.Values(la)), lb: slices.Sorted(slices.Values(lb))}
+	mw.diffs = make([]float64, 0, len(la)*len(lb))
+	for _, x := range mw.la {
+		for _, y := range mw.lb {
+			d := y - x
+			mw.diffs = append(mw.diffs, d)
+			mw.ties = mw.ties || d == 0
+		}
+	}
+	slices.Sort(mw.diffs)
+	for _, s := range [][]float64{mw.la, mw.lb} {
+		for i := 1; i < len(s); i++ {
+			mw.ties = mw.ties || s[i] == s[i-1]
+		}
+	}
+	return mw
+}
+
+// uAt is Mann-Whitney's U of b - delta over a (pairs with b_j - delta above
+// a_i, ties counted half) and the tie vector of the merged samples: the
+// size of each group of equal values in ascending order. Whether b_j -
+// delta ties a_i is decided on the difference b_j - a_i itself, so a delta
+// taken from the differences ties exactly.
+func (mw *mannWhitney) uAt(delta float64) (u float64, t []int) {
+	type item struct {
+		v   float64
+		idx int
+		b   bool
+	}
+	// cmpAB orders a_i against b_j - delta.
+	cmpAB := func(i, j int) int { return cmp.Compare(delta, mw.lb[j]-mw.la[i]) }
+	items := make([]item, 0, len(mw.la)+len(mw.lb))
+	for i, x := range mw.la {
+		items = append(items, item{x, i, false})
+	}
+	for j, y := range mw.lb {
+		items = append(items, item{y, j, true})
+	}
+	order := func(x, y item) int {
+		switch {
+		case x.b == y.b:
+			return cmp.Compare(x.v, y.v)
+		case !x.b:
+			return cmpAB(x.idx, y.idx)
+		}
+		return -cmpAB(y.idx, x.idx)
+	}
+	slices.SortFunc(items, order)
+	for k := 0; k < len(items); {
+		e := k + 1
+		for e < len(items) && order(items[k], items[e]) == 0 {
+			e++
+		}
+		t = append(t, e-k)
+		k = e
+	}
+	for i := range mw.la {
+		for j := range mw.lb {
+			switch cmpAB(i, j) {
+			case -1:
 				u++
-			case y == x:
+			case 0:
 				u += 0.5
 			}
 		}
 	}
-	slices.Sort(diffs)
-	inf.shift = stats.Sample{Xs: diffs, Sorted: true}.Quantile(0.5)
-	if n1 < MinPerSide || n2 < MinPerSide {
-		return inf
+	return u, t
+}
+
+// pAt is the two-sided p of "the shift is delta": twice the smaller tail
+// of U's permutation distribution given the ties, at most 1. Past the
+// exact limits it is the normal approximation with the tie correction.
+func (mw *mannWhitney) pAt(delta float64) float64 {
+	n1, n2 := len(mw.la), len(mw.lb)
+	u, t := mw.uAt(delta)
+	if len(t) == 1 {
+		return 1 // every value equal: nothing to test
 	}
-	inf.ok = true
-	cdf := uCDF(n1, n2)
-	nn := float64(n1 * n2)
-	inf.p = min(1, 2*cdf(math.Floor(min(u, nn-u))))
-	inf.interval = func(g float64) (float64, float64, bool) {
-		// c is the largest count with 2 P(U <= c) <= g; the interval drops
-		// c differences from each end.
+	hasTies := len(t) < n1+n2
+	limit := exactUMax
+	if hasTies {
+		limit = stats.MannWhitneyTiesExactLimit
+	}
+	if n1 > limit || n2 > limit {
+		return mwNormalP(u, n1, n2, t)
+	}
+	// U here is b's statistic: the distribution of the sample of size n2.
+	d := stats.UDist{N1: n2, N2: n1}
+	if hasTies {
+		d.T = t
+	}
+	lower := d.CDF(u)
+	upper := 1 - d.CDF(u-0.5)
+	return min(1, 2*min(lower, upper))
+}
+
+// mwNormalP is the two-sided p of U from the normal approximation with the
+// tie and continuity corrections, for samples past the exact limits.
+func mwNormalP(u float64, n1, n2 int, t []int) float64 {
+	n := float64(n1 + n2)
+	ties := 0.0
+	for _, k := range t {
+		ties += float64(k*k*k - k)
+	}
+	sd := math.Sqrt(float64(n1*n2) / 12 * ((n + 1) - ties/(n*(n-1))))
+	z := math.Max(math.Abs(u-float64(n1*n2)/2)-0.5, 0) / sd
+	return min(1, 2*distuv.UnitNormal.Survival(z))
+}
+
+// interval is the 1-g interval of the shift: the shifts the test does not
+// reject at level g. Without ties these are the order statistics of the
+// differences at the test's critical values (the textbook form); with
+// ties the test is inverted directly, over the differences and the open
+// stretches between them. An end at a stretch's open edge is given as the
+// float just inside it, so the interval excludes 0 exactly when the test
+// rejects a shift of 0.
+func (mw *mannWhitney) interval(g float64) (float64, float64, bool) {
+	if !mw.ties {
+		n1, n2 := len(mw.la), len(mw.lb)
+		cdf := uCDF(n1, n2)
+		// c is the largest count with 2 P(U <= c) <= g; the interval
+		// drops c differences from each end.
 		c := -1
 		for c+1 < n1*n2/2+1 && 2*cdf(float64(c+1)) <= g {
 			c++
@@ -157,26 +422,49 @@ func hodgesLehmann(a, b []float64) inference {
 		if c < 0 {
 			return math.Inf(-1), math.Inf(1), false
 		}
-		return diffs[c], diffs[len(diffs)-1-c], true
+		return mw.diffs[c], mw.diffs[len(mw.diffs)-1-c], true
 	}
-	// Pooled spread of the log values, and the test's efficiency relative
-	// to the t test (3/pi under normality).
-	v1, v2 := stat.Variance(la, nil), stat.Variance(lb, nil)
-	pooled := math.Sqrt(((float64(n1)-1)*v1 + (float64(n2)-1)*v2) / float64(n1+n2-2))
-	se := pooled * math.Sqrt(1/float64(n1)+1/float64(n2)) / math.Sqrt(3/math.Pi)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n1 + n2 - 2)}
-	inf.mde = func(g float64) float64 {
-		return (t.Quantile(1-g/2) + t.Quantile(power)) * se
+	ds := slices.Compact(slices.Clone(mw.diffs))
+	// Element k of the line: even k is the open stretch before ds[k/2]
+	// (after the last for k = 2 len(ds)), odd k the difference ds[k/2].
+	at := func(k int) float64 {
+		switch {
+		case k%2 == 1:
+			return ds[k/2]
+		case k == 0:
+			return ds[0] - 1
+		case k == 2*len(ds):
+			return ds[len(ds)-1] + 1
+		}
+		return (ds[k/2-1] + ds[k/2]) / 2
 	}
-	return inf
+	last := 2 * len(ds)
+	lo := 0
+	for lo <= last && mw.pAt(at(lo)) <= g {
+		lo++
+	}
+	hi := last
+	for hi >= lo && mw.pAt(at(hi)) <= g {
+		hi--
+	}
+	if lo == 0 || hi == last || lo > last {
+		return math.Inf(-1), math.Inf(1), false
+	}
+	low, high := at(lo), at(hi)
+	if lo%2 == 0 {
+		low = math.Nextafter(ds[lo/2-1], math.Inf(1))
+	}
+	if hi%2 == 0 {
+		high = math.Nextafter(ds[hi/2], math.Inf(-1))
+	}
+	return low, high, true
 }
 
-// uCDF is P(U <= u) under "no shift" for samples of n1 and n2: exact for
-// small samples, normal with continuity correction past exactUMax.
+// uCDF is P(U <= u) without ties: exact for small samples, normal with
+// continuity correction past exactUMax.
 func uCDF(n1, n2 int) func(u float64) float64 {
 	if n1 <= exactUMax && n2 <= exactUMax {
-		d := stats.UDist{N1: n1, N2: n2}
-		return d.CDF
+		return stats.UDist{N1: n1, N2: n2}.CDF
 	}
 	mean := float64(n1*n2) / 2
 	sd := math.Sqrt(float64(n1*n2*(n1+n2+1)) / 12)
@@ -232,8 +520,11 @@ func levelFor(alpha, p, adjusted float64, m int) float64 {
 }
 
 // fillComparison sets the estimate, interval, p-values, minimum detectable
-// effect and verdict of cmp from its inference, at the level g.
-func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g float64) {
+// effect and verdict of cmp from its inference, at the level g. floorAdj
+// is the smallest adjusted p the design can reach (minAdjusted): past
+// alpha no verdict but no-difference is possible, and the comparison says
+// so instead of showing an MDE it could never detect.
+func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g, floorAdj float64, fewest int) {
 	cmp.Method = inf.method
 	cmp.NBaseline, cmp.NCandidate = inf.n1, inf.n2
 	cmp.DeltaPct = logPct(inf.shift)
@@ -242,16 +533,21 @@ func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g float64) 
 	cmp.CILevel = 1 - g
 	cmp.Verdict = VerdictNoDifference
 	if !inf.ok {
-		if inf.method == MethodPairedT {
-			cmp.Note = fmt.Sprintf("%d paired iterations give no test or interval: a paired comparison needs at least %d iterations per variant", inf.n1, MinPairs)
-		} else {
-			cmp.Note = fmt.Sprintf("%d vs %d iterations give no test or interval: an unpaired comparison needs at least %d iterations per variant", inf.n1, inf.n2, MinPerSide)
-		}
+		cmp.Note = inf.why
 		return
 	}
+	cmp.Tested = true
 	if lo, hi, ok := inf.interval(g); ok {
 		l, h := logPct(lo), logPct(hi)
 		cmp.CILowPct, cmp.CIHighPct = &l, &h
+	}
+	if floorAdj > alpha {
+		cmp.Unreachable = true
+		cmp.FewestPerSide = fewest
+		cmp.Note = fmt.Sprintf("this design cannot reach significance: with %d vs %d runs the smallest p the test can give is %s, %s after the correction across the campaign's comparisons, above alpha = %g; "+
+			"no change, however large, can be called, so no detectable effect is given. %d runs per variant and client count would do",
+			inf.n1, inf.n2, PValueText(inf.floor, alpha), PValueText(floorAdj, alpha), alpha, fewest)
+		return
 	}
 	if m := inf.mde(g); !math.IsNaN(m) && !math.IsInf(m, 0) {
 		v := logPct(m)
@@ -269,6 +565,68 @@ func fillComparison(cmp *Comparison, inf inference, adjusted, alpha, g float64) 
 			cmp.Note = fmt.Sprintf("p = %.3g but the estimated shift is 0: no direction to report", adjusted)
 		}
 	}
+}
+
+// minAdjusted is the smallest adjusted p comparison k can reach when every
+// comparison's p may fall to its floor (the smallest p its design gives):
+// under Holm, k's adjusted p is the largest of (m-j+1) p_(j) over the p's
+// up to its own, so the best case puts before it a prefix of the others
+// with the smallest floors, and takes the best such prefix.
+func minAdjusted(floors []float64, k int, holmCorrected bool) float64 {
+	if !holmCorrected {
+		return floors[k]
+	}
+	m := len(floors)
+	others := make([]float64, 0, m-1)
+	for i, f := range floors {
+		if i != k {
+			others = append(others, f)
+		}
+	}
+	slices.Sort(others)
+	best := float64(m) * floors[k]
+	worst := 0.0 // the largest (m-j+1) f_(j) over the prefix so far
+	for s, f := range others {
+		worst = max(worst, float64(m-s)*f)
+		best = min(best, max(worst, float64(m-s-1)*floors[k]))
+	}
+	return min(1, best)
+}
+
+// FewestRunsPerSide is the fewest runs per variant and client count with
+// which an unpaired (randomized order) campaign of m comparisons can call
+// a change at alpha: the smallest n whose exact Mann-Whitney floor, times
+// m under Holm's correction, is at most alpha.
+func FewestRunsPerSide(m int, alpha float64, holmCorrected bool) int {
+	if !holmCorrected {
+		m = 1
+	}
+	for n := MinPerSide; n < exactUMax; n++ {
+		if float64(max(m, 1))*mwFloor(n, n) <= alpha {
+			return n
+		}
+	}
+	return exactUMax
+}
+
+// UnreachableDesign says whether a campaign whose randomized order leaves
+// its runs unpaired, with perSide runs per variant and client count and m
+// comparisons, can never call a change at alpha: the smallest p its exact
+// test gives, corrected across the m comparisons, exceeds alpha. It gives
+// that smallest adjusted p and the fewest runs per side that would do. A
+// paired design's t test has no floor, so only unpaired designs are
+// unreachable.
+func UnreachableDesign(an Analysis, perSide, m int) (minAdj float64, fewest int, unreachable bool) {
+	if an.Paired || perSide < MinPerSide || m < 1 {
+		return 0, 0, false
+	}
+	holmCorrected := an.CorrectionName() == CorrectionHolm
+	floors := make([]float64, m)
+	for i := range floors {
+		floors[i] = mwFloor(perSide, perSide)
+	}
+	minAdj = minAdjusted(floors, 0, holmCorrected)
+	return minAdj, FewestRunsPerSide(m, an.Alpha, holmCorrected), minAdj > an.Alpha
 }
 
 // logPct turns a log ratio into a percentage change.

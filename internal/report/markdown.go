@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -112,14 +113,7 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 				b.WriteString(" n/a | n/a | n/a | n/a |")
 				continue
 			}
-			verdict := cmp.Verdict
-			switch {
-			case cmp.Note != "" && cmp.CILowPct == nil:
-				verdict += " (too few iterations)"
-			case cmp.Note != "":
-				verdict += " (see warnings)"
-			}
-			fmt.Fprintf(b, " %s | %s | %s | %s |", pct(cmp.DeltaPct), ciText(cmp), pValue(cmp.PAdjusted), verdict)
+			fmt.Fprintf(b, " %s | %s | %s | %s |", pct(cmp.DeltaPct), ciText(cmp), testedP(cmp, cmp.PAdjusted, r.Alpha), verdictText(cmp))
 		}
 		b.WriteString("\n")
 	}
@@ -147,7 +141,34 @@ func methodSentence(r *Results, base string) string {
 	if r.Correction == CorrectionHolm {
 		m += "; p adjusted across all comparisons of the campaign by Holm's method"
 	}
-	return m + fmt.Sprintf("; verdict at alpha = %g, each interval at the level at which it excludes 0 exactly when the verdict is significant.", r.Alpha)
+	m += fmt.Sprintf("; verdict at alpha = %g, each interval at the level at which it excludes 0 exactly when the verdict is significant", r.Alpha)
+	if r.Correction == CorrectionHolm {
+		m += " (each holds at its own level; they are not simultaneous intervals)"
+	}
+	return m + "."
+}
+
+// verdictText is a comparison's verdict with what qualifies it.
+func verdictText(c Comparison) string {
+	switch {
+	case c.Unreachable:
+		return c.Verdict + " (design cannot reach significance: see warnings)"
+	case !c.Tested && strings.HasPrefix(c.Note, noSpreadPrefix):
+		return "none (no spread: see warnings)"
+	case !c.Tested && c.Note != "":
+		return c.Verdict + " (too few iterations)"
+	case c.Note != "":
+		return c.Verdict + " (see warnings)"
+	}
+	return c.Verdict
+}
+
+// testedP is a p-value of c as the tables print it: n/a without a test.
+func testedP(c Comparison, p, alpha float64) string {
+	if !c.Tested {
+		return "n/a"
+	}
+	return PValueText(p, alpha)
 }
 
 // writeStatisticsTable gives what a reviewer checks behind each verdict:
@@ -161,16 +182,18 @@ func writeStatisticsTable(b *strings.Builder, r *Results, names []string) {
 	base := names[0]
 	metric := MetricLabel(r.Workload.Metric)
 	fmt.Fprintf(b, "\nStatistics: n = runs used per side (pairs when paired); CV and IQR of %s per side; "+
-		"MDE = change detectable with 80%% power at this noise; drift = %s trend across the cell's runs.\n\n", metric, metric)
+		"MDE = change detectable with 80%% power at this noise (noncentral t); drift = %s trend across the cell's runs.\n", metric, metric)
+	if r.Correction == CorrectionHolm {
+		b.WriteString("CI level differs from row to row on purpose: each interval is at the level at which it excludes 0 exactly when its Holm-adjusted p is at most alpha " +
+			"(1 - alpha/(m-k+1) for the k-th smallest of m p-values); the intervals are not simultaneous, so all of them together hold the true changes less often than any one level says.\n")
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(b, "| clients | comparison | n | CV | IQR (%s) | CI level | p | p adjusted | MDE | drift |\n", strings.ToLower(metric))
 	b.WriteString("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, cell := range r.Cells {
 		for _, cmp := range cell.Comparisons {
 			bv, cv := cell.Variants[cmp.Baseline], cell.Variants[cmp.Candidate]
-			mde := "n/a"
-			if cmp.MDEPct != nil {
-				mde = fmt.Sprintf("%.2f%%", *cmp.MDEPct)
-			}
+			mde := mdeText(cmp)
 			drift := "n/a"
 			if cell.DriftPctPerHour != nil {
 				drift = fmt.Sprintf("%+.2f%%/h", *cell.DriftPctPerHour)
@@ -183,7 +206,7 @@ func writeStatisticsTable(b *strings.Builder, r *Results, names []string) {
 			_, _, _, ciqr, _ := figures(cv, r.Workload.Metric)
 			fmt.Fprintf(b, "| %d | %s vs %s | %d / %d | %.2f%% / %.2f%% | %.1f / %.1f | %s | %s | %s | %s | %s |\n",
 				cell.Clients, mdCell(cmp.Candidate), mdCell(base), cmp.NBaseline, cmp.NCandidate,
-				bv.CV*100, cv.CV*100, biqr, ciqr, level, pValue(cmp.PValue), pValue(cmp.PAdjusted), mde, drift)
+				bv.CV*100, cv.CV*100, biqr, ciqr, level, testedP(cmp, cmp.PValue, r.Alpha), testedP(cmp, cmp.PAdjusted, r.Alpha), mde, drift)
 		}
 	}
 }
@@ -316,18 +339,56 @@ func findComparison(cell Cell, base, cand string) (Comparison, bool) {
 
 func pct(v float64) string { return fmt.Sprintf("%+.2f%%", v) }
 
+// signedPct prints a percentage with as many decimals as it takes for
+// the printed figure to keep the value's sign: an interval end of +0.004%
+// prints as +0.004%, not +0.00%, so an interval that excludes 0 reads so.
+func signedPct(v float64) string {
+	if v == 0 {
+		return pct(0)
+	}
+	for d := 2; d <= 6; d++ {
+		s := strconv.FormatFloat(v, 'f', d, 64)
+		if x, _ := strconv.ParseFloat(s, 64); x != 0 {
+			return fmt.Sprintf("%+.*f%%", d, v)
+		}
+	}
+	return fmt.Sprintf("%+.2g%%", v)
+}
+
 func ciText(c Comparison) string {
 	if c.CILowPct == nil || c.CIHighPct == nil {
 		return "n/a"
 	}
-	return pct(*c.CILowPct) + " .. " + pct(*c.CIHighPct)
+	return signedPct(*c.CILowPct) + " .. " + signedPct(*c.CIHighPct)
 }
 
-func pValue(p float64) string {
-	if p < 0.001 {
+// mdeText is a comparison's minimum detectable effect as the tables print
+// it: "unreachable" when the design cannot call any change.
+func mdeText(c Comparison) string {
+	switch {
+	case c.Unreachable:
+		return "unreachable"
+	case c.MDEPct == nil:
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f%%", *c.MDEPct)
+}
+
+// PValueText prints a p-value with as many significant digits as it takes
+// to show on which side of alpha it lies: 0.0504 prints as 0.0504, not
+// 0.050, at alpha 0.05; below 0.001 (and alpha) it prints as <0.001.
+func PValueText(p, alpha float64) string {
+	if p < 0.001 && alpha >= 0.001 {
 		return "<0.001"
 	}
-	return fmt.Sprintf("%.3f", p)
+	for d := 3; d <= 8; d++ {
+		s := strconv.FormatFloat(p, 'g', d, 64)
+		x, _ := strconv.ParseFloat(s, 64)
+		if (x <= alpha) == (p <= alpha) && (x != alpha || p == alpha) {
+			return s
+		}
+	}
+	return strconv.FormatFloat(p, 'g', -1, 64)
 }
 
 func plural(n int, word string) string {

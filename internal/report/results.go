@@ -234,17 +234,30 @@ type Comparison struct {
 	// level at which the interval excludes 0 exactly when the verdict is
 	// significant (0.95 for a single comparison at alpha 0.05, higher when
 	// the correction across comparisons asks for it); nil when the runs
-	// are too few for an interval.
+	// are too few for an interval. Each interval holds at its own level:
+	// under Holm's correction they are not simultaneous intervals, and
+	// their joint coverage is less than any one level.
 	CILowPct  *float64 `json:"ci_low_pct"`
 	CIHighPct *float64 `json:"ci_high_pct"`
 	CILevel   float64  `json:"ci_level"`
 	// PValue is the method's two-sided p-value; PAdjusted is it after the
 	// correction across the campaign's comparisons, and decides the verdict.
+	// Both are 1 when Tested is false.
 	PValue    float64 `json:"p_value"`
 	PAdjusted float64 `json:"p_adjusted"`
+	// Tested says the runs gave a test: enough of them, with spread. When
+	// false, p, interval and MDE are not computable and Note says why.
+	Tested bool `json:"tested"`
+	// Unreachable says the design cannot reach significance whatever the
+	// runs show: the smallest p its test can give, after the correction,
+	// exceeds alpha. FewestPerSide is then the fewest runs per variant and
+	// client count that would do.
+	Unreachable   bool `json:"unreachable,omitempty"`
+	FewestPerSide int  `json:"fewest_per_side,omitempty"`
 	// MDEPct is the smallest change, in percent, that this comparison's
-	// test would call with 80% probability given the noise it observed;
-	// nil when it cannot be estimated.
+	// test would call with 80% probability given the noise it observed
+	// (from the noncentral t); nil when it cannot be estimated or the
+	// design is Unreachable.
 	MDEPct *float64 `json:"mde_pct"`
 	// Verdict is "faster", "slower" or "no-difference" (the candidate,
 	// relative to the baseline, at Results.Alpha after the correction).
@@ -252,9 +265,12 @@ type Comparison struct {
 	// Note explains a verdict that could not have gone otherwise, e.g. too
 	// few runs for a test.
 	Note string `json:"note,omitempty"`
-	// Differed are the counters whose medians differ most between the two
-	// variants, largest ratio first (at most MaxDiffered).
-	Differed []CounterDiff `json:"differed,omitempty"`
+	// Differed are the counters that differ between the two variants by a
+	// test across the runs, corrected across every counter of the campaign
+	// (Holm), largest ratio first (at most MaxDiffered); CountersTested is
+	// how many counters were tested for this comparison.
+	Differed       []CounterDiff `json:"differed,omitempty"`
+	CountersTested int           `json:"counters_tested,omitempty"`
 	// FlameGraph is the differential flame graph of the candidate's profile
 	// against the baseline's, relative to the campaign directory.
 	FlameGraph string `json:"flame_graph,omitempty"`

@@ -205,14 +205,15 @@ func WriteSampleComparisons(w io.Writer, r *SampleResults) error {
 		if c.CILowPct != nil {
 			ci += fmt.Sprintf(" (%.4g%%)", c.CILevel*100)
 		}
-		mde := "n/a"
-		if c.MDEPct != nil {
-			mde = fmt.Sprintf("%.2f%%", *c.MDEPct)
-		}
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s | %s | %s | %s |\n", mdCell(name), c.NBaseline, c.NCandidate,
-			pct(c.DeltaPct), ci, pValue(c.PValue), pValue(c.PAdjusted), mde, c.Verdict)
+			pct(c.DeltaPct), ci, testedP(c.Comparison, c.PValue, r.Alpha), testedP(c.Comparison, c.PAdjusted, r.Alpha), mdeText(c.Comparison), verdictText(c.Comparison))
 	}
-	fmt.Fprintf(&b, "\nMethod: %s; correction: %s; alpha %g.\n", r.Method, r.Correction, r.Alpha)
+	fmt.Fprintf(&b, "\nMethod: %s; correction: %s; alpha %g; each interval at the level at which it excludes 0 exactly when its adjusted p is at most alpha (not simultaneous intervals).\n", r.Method, r.Correction, r.Alpha)
+	for _, c := range r.Comparisons {
+		if c.Note != "" {
+			fmt.Fprintf(&b, "\nNote, %s: %s\n", mdText(sampleName(c.Name)), mdText(c.Note))
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -111,40 +111,78 @@ const driftWarnPct = 1.0
 // times with a level per variant, in percent per hour; a warning when the
 // drift over the cell's span is large next to the cell's deltas.
 func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Cell, []string, error) {
-	alpha := an.Alpha
-	if len(variants) == 0 {
-		return nil, nil, errors.New("summarize: no variants")
+	if err := checkAnalysis(variants, clients, an); err != nil {
+		return nil, nil, fmt.Errorf("summarize: %w", err)
 	}
-	if !(alpha > 0 && alpha < 1) {
-		return nil, nil, fmt.Errorf("summarize: alpha %v is not between 0 and 1", alpha)
+	byCell, err := groupRuns(variants, clients, runs, an.Metric)
+	if err != nil {
+		return nil, nil, fmt.Errorf("summarize: %w", err)
+	}
+	var w warnings
+	cells, tests := describeCells(variants, clients, byCell, an, &w)
+	judge(cells, tests, an, &w)
+	compareCounters(cells, byCell, an)
+	for i := range cells {
+		warnDrift(&cells[i], byCell[i], w.add)
+	}
+	return cells, w.list, nil
+}
+
+// warnings collects messages once each, in the order first given.
+type warnings struct{ list []string }
+
+func (w *warnings) add(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); !slices.Contains(w.list, msg) {
+		w.list = append(w.list, msg)
+	}
+}
+
+// checkAnalysis refuses an analysis Summarize cannot make: alpha outside
+// (0, 1), an unknown correction, unnamed or repeated variants, client
+// counts that are not positive or repeat.
+func checkAnalysis(variants []Variant, clients []int, an Analysis) error {
+	if len(variants) == 0 {
+		return errors.New("no variants")
+	}
+	if !(an.Alpha > 0 && an.Alpha < 1) {
+		return fmt.Errorf("alpha %v is not between 0 and 1", an.Alpha)
 	}
 	switch an.Correction {
 	case "", CorrectionHolm, CorrectionNone:
 	default:
-		return nil, nil, fmt.Errorf("summarize: unknown correction %q (want %s or %s)", an.Correction, CorrectionHolm, CorrectionNone)
+		return fmt.Errorf("unknown correction %q (want %s or %s)", an.Correction, CorrectionHolm, CorrectionNone)
 	}
 	known := make(map[string]bool, len(variants))
 	for _, v := range variants {
 		if v.Name == "" {
-			return nil, nil, errors.New("summarize: variant with an empty name")
+			return errors.New("variant with an empty name")
 		}
 		if known[v.Name] {
-			return nil, nil, fmt.Errorf("summarize: variant %q given twice", v.Name)
+			return fmt.Errorf("variant %q given twice", v.Name)
 		}
 		known[v.Name] = true
 	}
+	seen := make(map[int]bool, len(clients))
+	for _, c := range clients {
+		if c <= 0 {
+			return fmt.Errorf("client count %d is not positive", c)
+		}
+		if seen[c] {
+			return fmt.Errorf("client count %d given twice", c)
+		}
+		seen[c] = true
+	}
+	return nil
+}
+
+// groupRuns sorts the runs into their cells: byCell[i][variant] holds the
+// runs of clients[i] in run order. A run of an unknown variant or client
+// count, or without a positive figure of merit, is an error.
+func groupRuns(variants []Variant, clients []int, runs []Run, metric string) ([]map[string][]Run, error) {
 	cellIndex := make(map[int]int, len(clients))
 	for i, c := range clients {
-		if c <= 0 {
-			return nil, nil, fmt.Errorf("summarize: client count %d is not positive", c)
-		}
-		if _, dup := cellIndex[c]; dup {
-			return nil, nil, fmt.Errorf("summarize: client count %d given twice", c)
-		}
 		cellIndex[c] = i
 	}
-
-	// byCell[i][variant] holds the runs of one cell in run order.
 	byCell := make([]map[string][]Run, len(clients))
 	for i := range byCell {
 		byCell[i] = make(map[string][]Run, len(variants))
@@ -152,61 +190,50 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 	ordered := slices.Clone(runs)
 	slices.SortStableFunc(ordered, func(a, b Run) int { return a.Seq - b.Seq })
 	for _, r := range ordered {
-		if !known[r.Variant] {
-			return nil, nil, fmt.Errorf("summarize: run %d has unknown variant %q", r.Seq, r.Variant)
+		if !slices.ContainsFunc(variants, func(v Variant) bool { return v.Name == r.Variant }) {
+			return nil, fmt.Errorf("run %d has unknown variant %q", r.Seq, r.Variant)
 		}
 		i, ok := cellIndex[r.Clients]
 		if !ok {
-			return nil, nil, fmt.Errorf("summarize: run %d has client count %d, not one of %v", r.Seq, r.Clients, clients)
+			return nil, fmt.Errorf("run %d has client count %d, not one of %v", r.Seq, r.Clients, clients)
 		}
-		if v := r.Value(an.Metric); math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return nil, nil, fmt.Errorf("summarize: run %d has invalid %s %v (want a positive number)", r.Seq, strings.ToLower(MetricLabel(an.Metric)), v)
+		if v := r.Value(metric); !validValue(v) {
+			return nil, fmt.Errorf("run %d has invalid %s %v (want a positive number)", r.Seq, strings.ToLower(MetricLabel(metric)), v)
 		}
 		byCell[i][r.Variant] = append(byCell[i][r.Variant], r)
 	}
+	return byCell, nil
+}
 
-	var warnings []string
-	warn := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		if !slices.Contains(warnings, msg) {
-			warnings = append(warnings, msg)
-		}
-	}
+// validValue says a figure of merit can enter the statistics: a positive
+// finite number.
+func validValue(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 }
 
-	// First every comparison's inference, then the correction across all
-	// of them, then the intervals at the corrected levels.
-	type pending struct {
-		cell, idx int
-		inf       inference
-	}
-	var all []pending
+// pendingTest is one comparison's inference, waiting for the correction
+// across all comparisons: cells[cell].Comparisons[idx].
+type pendingTest struct {
+	cell, idx int
+	inf       inference
+}
+
+// describeCells gives each cell its variants' statistics, its drift and
+// its comparisons' inferences, and warns about what a reader must know of
+// the runs (missing, drifting, failed transactions, client-bound).
+func describeCells(variants []Variant, clients []int, byCell []map[string][]Run, an Analysis, w *warnings) ([]Cell, []pendingTest) {
+	var tests []pendingTest
 	cells := make([]Cell, len(clients))
 	for i, c := range clients {
 		cell := Cell{Clients: c, Variants: make(map[string]VariantCell, len(variants)), Comparisons: []Comparison{}}
 		var perVariant [][]Run
 		for _, v := range variants {
 			rs := byCell[i][v.Name]
-			vc := summarizeVariant(rs, an.Metric)
-			cell.Variants[v.Name] = vc
+			cell.Variants[v.Name] = summarizeVariant(rs, an.Metric)
 			if len(rs) == 0 {
-				warn("clients=%d: no runs for variant %s", c, v.Name)
+				w.add("clients=%d: no runs for variant %s", c, v.Name)
 				continue
 			}
 			perVariant = append(perVariant, rs)
-			if vc.DriftingRuns > 0 {
-				warn("clients=%d: %d of %d runs of variant %s drifted during the run", c, vc.DriftingRuns, len(rs), v.Name)
-			}
-			var failed int64
-			for _, r := range rs {
-				failed += r.FailedTransactions
-			}
-			if failed > 0 {
-				warn("clients=%d: variant %s had %d failed transactions", c, v.Name, failed)
-			}
-			if vc.ClientBoundRuns > 0 {
-				warn("clients=%d: %d of %d runs of variant %s were client-bound (pgbench used at least %.0f%% of the CPU it may use): the numbers may measure the client, not the server",
-					c, vc.ClientBoundRuns, len(rs), v.Name, ClientBoundShare*100)
-			}
+			warnRuns(c, v.Name, rs, cell.Variants[v.Name], w)
 		}
 		if slope, ok := trend(perVariant, an.Metric); ok {
 			cell.DriftPctPerHour = &slope
@@ -224,43 +251,65 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 			} else {
 				inf = hodgesLehmann(valuesOf(br, an.Metric), valuesOf(cr, an.Metric))
 			}
-			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name,
-				Differed: differed(cell.Variants[base].CountersCompared, cell.Variants[v.Name].CountersCompared, MaxDiffered)})
-			all = append(all, pending{cell: i, idx: len(cell.Comparisons) - 1, inf: inf})
+			cell.Comparisons = append(cell.Comparisons, Comparison{Baseline: base, Candidate: v.Name})
+			tests = append(tests, pendingTest{cell: i, idx: len(cell.Comparisons) - 1, inf: inf})
 		}
 		cells[i] = cell
 	}
+	return cells, tests
+}
 
+// warnRuns warns about one variant's runs of a cell: drift within runs,
+// failed transactions, a saturated client.
+func warnRuns(clients int, variant string, rs []Run, vc VariantCell, w *warnings) {
+	if vc.DriftingRuns > 0 {
+		w.add("clients=%d: %d of %d runs of variant %s drifted during the run", clients, vc.DriftingRuns, len(rs), variant)
+	}
+	var failed int64
+	for _, r := range rs {
+		failed += r.FailedTransactions
+	}
+	if failed > 0 {
+		w.add("clients=%d: variant %s had %d failed transactions", clients, variant, failed)
+	}
+	if vc.ClientBoundRuns > 0 {
+		w.add("clients=%d: %d of %d runs of variant %s were client-bound (pgbench used at least %.0f%% of the CPU it may use): the numbers may measure the client, not the server",
+			clients, vc.ClientBoundRuns, len(rs), variant, ClientBoundShare*100)
+	}
+}
+
+// judge corrects the p-values of every comparison that has a test across
+// the campaign, then fills each comparison at its corrected level: its
+// interval, MDE and verdict, or why it has none.
+func judge(cells []Cell, tests []pendingTest, an Analysis, w *warnings) {
 	// Only comparisons that have a test count in the family.
-	var ps []float64
-	for _, p := range all {
+	var ps, floors []float64
+	for _, p := range tests {
 		if p.inf.ok {
 			ps = append(ps, p.inf.p)
+			floors = append(floors, p.inf.floor)
 		}
 	}
+	holmCorrected := an.Correction != CorrectionNone
 	adjusted := slices.Clone(ps)
-	if an.Correction != CorrectionNone {
+	if holmCorrected {
 		adjusted = holm(ps)
 	}
 	k := 0
-	for _, p := range all {
+	for _, p := range tests {
 		cmp := &cells[p.cell].Comparisons[p.idx]
-		adj, g := p.inf.p, alpha
+		adj, g, floorAdj := p.inf.p, an.Alpha, 0.0
 		if p.inf.ok {
 			adj = adjusted[k]
-			g = levelFor(alpha, p.inf.p, adj, len(ps))
+			g = levelFor(an.Alpha, p.inf.p, adj, len(ps))
+			floorAdj = minAdjusted(floors, k, holmCorrected)
 			k++
 		}
-		fillComparison(cmp, p.inf, adj, alpha, g)
+		fillComparison(cmp, p.inf, adj, an.Alpha, g, floorAdj, FewestRunsPerSide(len(ps), an.Alpha, holmCorrected))
 		if cmp.Note != "" {
-			warn("clients=%d: %s vs %s: %s", cells[p.cell].Clients, cmp.Candidate, cmp.Baseline, cmp.Note)
+			w.add("clients=%d: %s vs %s: %s", cells[p.cell].Clients, cmp.Candidate, cmp.Baseline, cmp.Note)
 		}
 	}
-
-	for i := range cells {
-		warnDrift(&cells[i], byCell[i], warn)
-	}
-	return cells, warnings, nil
 }
 
 // warnDrift warns when the drift of a cell over its span is large next to

@@ -47,7 +47,8 @@ func TestSummarizeVerdicts(t *testing.T) {
 		wantCI     bool
 		wantWarned string
 	}{
-		{name: "identical samples", a: []float64{100, 100, 100, 100, 100}, b: []float64{100, 100, 100, 100, 100}, verdict: VerdictNoDifference, minP: 0.05, wantCI: true},
+		{name: "identical samples", a: []float64{100, 100, 100, 100, 100}, b: []float64{100, 100, 100, 100, 100}, verdict: VerdictNoDifference, minP: 0.05, wantNote: true, wantWarned: "no spread"},
+		{name: "every pair the same ratio", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{200, 202, 198, 201, 199}, verdict: VerdictNoDifference, minP: 0.05, wantNote: true, wantWarned: "no spread"},
 		{name: "same values shuffled", a: []float64{101, 99, 100, 102, 98}, b: []float64{98, 102, 100, 99, 101}, verdict: VerdictNoDifference, minP: 0.5, wantCI: true},
 		{name: "candidate clearly faster 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{120, 121, 119, 120.5, 119.5}, verdict: VerdictFaster, maxP: 0.05, wantCI: true},
 		{name: "candidate clearly slower 5v5", a: []float64{100, 101, 99, 100.5, 99.5}, b: []float64{80, 81, 79, 80.5, 79.5}, verdict: VerdictSlower, maxP: 0.05, wantCI: true},
