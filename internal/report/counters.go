@@ -144,7 +144,7 @@ func compareCounters(cells []Cell, byCell []map[string][]Run, an Analysis) {
 	for i := range cells {
 		for j := range cells[i].Comparisons {
 			cmp := &cells[i].Comparisons[j]
-			base, cand := byCell[i][cmp.Baseline], byCell[i][cmp.Candidate]
+			base, cand := runCounters(byCell[i][cmp.Baseline]), runCounters(byCell[i][cmp.Candidate])
 			for _, name := range sharedCounters(base, cand) {
 				inf, ok := testCounter(base, cand, name, an.Paired)
 				if !ok {
@@ -189,13 +189,29 @@ func compareCounters(cells []Cell, byCell []map[string][]Run, an Analysis) {
 	}
 }
 
-// sharedCounters are the compared counters (comparedCounters) that runs
-// of both sides have, sorted.
-func sharedCounters(base, cand []Run) []string {
-	has := func(rs []Run) map[string]bool {
+// iterCounters are one run's compared counters (comparedCounters) and its
+// iteration, which pairs it.
+type iterCounters struct {
+	iteration int
+	values    map[string]float64
+}
+
+// runCounters gives each run's compared counters, in iteration order.
+func runCounters(rs []Run) []iterCounters {
+	out := make([]iterCounters, len(rs))
+	for i, r := range rs {
+		out[i] = iterCounters{r.Iteration, comparedCounters(r)}
+	}
+	slices.SortStableFunc(out, func(x, y iterCounters) int { return x.iteration - y.iteration })
+	return out
+}
+
+// sharedCounters are the counters that runs of both sides have, sorted.
+func sharedCounters(base, cand []iterCounters) []string {
+	has := func(rs []iterCounters) map[string]bool {
 		m := map[string]bool{}
 		for _, r := range rs {
-			for k := range comparedCounters(r) {
+			for k := range r.values {
 				m[k] = true
 			}
 		}
@@ -214,32 +230,32 @@ func sharedCounters(base, cand []Run) []string {
 
 // testCounter tests one counter between the runs of two variants, on the
 // log of its values. A counter that is 0 in some runs is offset by a
-// thousandth of its largest value first, so that
-// appearing or vanishing is a large finite change. ok is false when the
-// counter has no test: too few runs, a negative value, or no spread.
-func testCounter(base, cand []Run, name string, paired bool) (inference, bool) {
+// thousandth of its largest value first, so that appearing or vanishing
+// is a large finite change. ok is false when the counter has no test: too
+// few runs, a negative value, or no spread.
+func testCounter(base, cand []iterCounters, name string, paired bool) (inference, bool) {
 	var a, b []float64
 	if paired {
 		byIter := map[int]float64{}
 		for _, r := range base {
-			if v, ok := comparedCounters(r)[name]; ok {
-				byIter[r.Iteration] = v
+			if v, ok := r.values[name]; ok {
+				byIter[r.iteration] = v
 			}
 		}
-		for _, r := range slices.SortedFunc(slices.Values(cand), func(x, y Run) int { return x.Iteration - y.Iteration }) {
-			v, ok := comparedCounters(r)[name]
-			if x, okb := byIter[r.Iteration]; ok && okb {
+		for _, r := range cand {
+			v, ok := r.values[name]
+			if x, okb := byIter[r.iteration]; ok && okb {
 				a, b = append(a, x), append(b, v)
 			}
 		}
 	} else {
 		for _, r := range base {
-			if v, ok := comparedCounters(r)[name]; ok {
+			if v, ok := r.values[name]; ok {
 				a = append(a, v)
 			}
 		}
 		for _, r := range cand {
-			if v, ok := comparedCounters(r)[name]; ok {
+			if v, ok := r.values[name]; ok {
 				b = append(b, v)
 			}
 		}

@@ -76,7 +76,7 @@ type inference struct {
 const (
 	noSpreadPrefix = "the runs have no spread"
 	noSpreadWhy    = noSpreadPrefix + " (every %s the same): p and interval are not computable, and no verdict is drawn from them; " +
-	"identical results usually mean a resolution or input problem (a rounded figure, one run copied), not a perfectly quiet machine"
+		"identical results usually mean a resolution or input problem (a rounded figure, one run copied), not a perfectly quiet machine"
 )
 
 // pairedLogT is the paired t analysis of ln(b_i/a_i), the pairs in
