@@ -23,6 +23,10 @@ const (
 	SummaryFile     = "summary.md"
 	ChartSVGFile    = "chart.svg"
 	ChartPNGFile    = "chart.png"
+	ForestSVGFile   = "forest.svg"
+	ForestPNGFile   = "forest.png"
+	TimelineSVGFile = "timeline.svg"
+	TimelinePNGFile = "timeline.png"
 )
 
 // variantFileName keeps benchstat file names inside the directory and

@@ -208,7 +208,8 @@ func TestWriteAll(t *testing.T) {
 	if err := WriteAll(dir, r); err != nil {
 		t.Fatalf("WriteAll: %v", err)
 	}
-	for _, name := range []string{ResultsJSONFile, ResultsCSVFile, SummaryFile, "stock.txt", "patched.txt", "hugepages.txt", ChartSVGFile, ChartPNGFile} {
+	for _, name := range []string{ResultsJSONFile, ResultsCSVFile, SummaryFile, "stock.txt", "patched.txt", "hugepages.txt", ChartSVGFile, ChartPNGFile,
+		ForestSVGFile, ForestPNGFile, TimelineSVGFile, TimelinePNGFile} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Errorf("stat %s: %v", name, err)
@@ -229,17 +230,41 @@ func TestWriteAll(t *testing.T) {
 		}
 	}
 
-	f, err := os.Open(filepath.Join(dir, ChartPNGFile))
+	for _, name := range []string{ChartPNGFile, ForestPNGFile, TimelinePNGFile} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("decode %s: %v", name, err)
+		}
+		if got, want := [2]int{img.Bounds().Dx(), img.Bounds().Dy()}, ChartPixels; got != want {
+			t.Errorf("%s size = %v, want %v", name, got, want)
+		}
+	}
+	// The forest plot names each comparison; the timeline each variant.
+	forest := svgText(t, filepath.Join(dir, ForestSVGFile))
+	for _, want := range []string{"1 clients: patched", "64 clients: hugepages", "change, %"} {
+		if !strings.Contains(forest, want) {
+			t.Errorf("forest.svg text does not contain %q", want)
+		}
+	}
+	timeline := svgText(t, filepath.Join(dir, TimelineSVGFile))
+	for _, want := range []string{"stock", "patched", "hugepages", "run (campaign order)"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("timeline.svg text does not contain %q", want)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("decode chart.png: %v", err)
-	}
-	if got, want := [2]int{img.Bounds().Dx(), img.Bounds().Dy()}, ChartPixels; got != want {
-		t.Errorf("chart.png size = %v, want %v", got, want)
+	for _, name := range []string{ChartSVGFile, ForestSVGFile, ForestPNGFile, TimelineSVGFile, TimelinePNGFile} {
+		if !strings.Contains(string(md), "("+name+")") {
+			t.Errorf("summary.md does not link %s", name)
+		}
 	}
 
 	svg, err := os.ReadFile(filepath.Join(dir, ChartSVGFile))
@@ -277,6 +302,29 @@ func TestWriteAll(t *testing.T) {
 	for _, c := range []string{"1", "16", "64", "clients"} {
 		if !strings.Contains(text.String(), c) {
 			t.Errorf("chart.svg text does not contain %q", c)
+		}
+	}
+}
+
+// svgText is the character data of an SVG file, which must be XML.
+func svgText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var text strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return text.String()
+		}
+		if err != nil {
+			t.Fatalf("%s is not XML: %v", path, err)
+		}
+		if cd, ok := tok.(xml.CharData); ok {
+			text.Write(cd)
 		}
 	}
 }

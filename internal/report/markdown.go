@@ -50,6 +50,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		writeTPCCTables(&b, r, names)
 		writeDifferedTable(&b, r)
 		writeProfiles(&b, r)
+		writePictures(&b, len(names) > 1)
 	}
 
 	writeHost(&b, r.Sysinfo)
@@ -117,6 +118,16 @@ func writeResultsTable(b *strings.Builder, r *Results, names []string) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// writePictures links the pictures WriteChart writes beside summary.md.
+func writePictures(b *strings.Builder, comparisons bool) {
+	b.WriteString("\n## Pictures\n\n")
+	fmt.Fprintf(b, "- [median by client count](%s) ([PNG](%s))\n", ChartSVGFile, ChartPNGFile)
+	if comparisons {
+		fmt.Fprintf(b, "- [forest plot](%s) ([PNG](%s)): each comparison's delta with its interval and the zero line\n", ForestSVGFile, ForestPNGFile)
+	}
+	fmt.Fprintf(b, "- [run timeline](%s) ([PNG](%s)): every run in order, per variant, where drift and outliers show\n", TimelineSVGFile, TimelinePNGFile)
 }
 
 // methodSentence names the method behind the deltas, intervals and
