@@ -8,10 +8,10 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
