@@ -238,6 +238,16 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 				"With %d iterations per variant the comparison has no test and no interval (it needs at least %d with this order): every verdict will be no-difference. "+
 					"Use 10 or more to detect a change of a few percent on a noisy host.", c.Iterations, fewest))
 		}
+		known := true
+		for _, f := range []string{"iterations", "clients", "order", "alpha", "variant"} {
+			known = known && !unknown.covers(abAttrPath(campaign.Path{Flag: f, Index: -1}))
+		}
+		if known {
+			if msg := c.DesignWarning(); msg != "" {
+				resp.Diagnostics.AddAttributeWarning(path.Root("workload").AtName("iterations"), "Design Cannot Reach Significance", fmt.Sprintf(
+					"This campaign would run without being able to call any change: %s.", msg))
+			}
+		}
 	}
 }
 
