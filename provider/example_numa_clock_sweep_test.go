@@ -42,7 +42,7 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 		"clients":                    config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
 		"duration":                   config.StringVariable("1s"),
 		"warmup":                     config.StringVariable("1s"),
-		"iterations":                 config.IntegerVariable(2),
+		"iterations":                 config.StringVariable("2"),
 		"tpcc_warehouses":            config.IntegerVariable(1),
 		"tpcc_clients":               config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
 		"tpcc_warmup":                config.StringVariable("1s"),
