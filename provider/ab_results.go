@@ -38,10 +38,13 @@ var abVariantCellAttrTypes = map[string]attr.Type{
 }
 
 var abDifferedAttrTypes = map[string]attr.Type{
-	"name":      types.StringType,
-	"baseline":  types.Float64Type,
-	"candidate": types.Float64Type,
-	"ratio":     types.Float64Type,
+	"name":       types.StringType,
+	"baseline":   types.Float64Type,
+	"candidate":  types.Float64Type,
+	"ratio":      types.Float64Type,
+	"ratio_low":  types.Float64Type,
+	"ratio_high": types.Float64Type,
+	"p_adjusted": types.Float64Type,
 }
 
 var abComparisonAttrTypes = map[string]attr.Type{
@@ -96,6 +99,9 @@ type abDifferedModel struct {
 	Baseline  float64 `tfsdk:"baseline"`
 	Candidate float64 `tfsdk:"candidate"`
 	Ratio     float64 `tfsdk:"ratio"`
+	RatioLow  float64 `tfsdk:"ratio_low"`
+	RatioHigh float64 `tfsdk:"ratio_high"`
+	PAdjusted float64 `tfsdk:"p_adjusted"`
 }
 
 type abComparisonModel struct {
@@ -183,21 +189,27 @@ func abResultsAttribute() schema.ListNestedAttribute {
 							"ci_low_pct":  f("Lower bound of the delta's interval at `ci_level`, in %; null when the runs are too few (under 3 pairs, or 4 runs per side)."),
 							"ci_high_pct": f("Upper bound of the delta's interval at `ci_level`, in %; null when the runs are too few."),
 							"ci_level": f("Confidence level of the interval: 0.95 for one comparison at alpha 0.05, higher where Holm's correction asks for it, " +
-								"so that the interval excludes 0 exactly when the verdict is significant."),
-							"p_value":    f("The method's two-sided p-value, before correction."),
+								"so that the interval excludes 0 exactly when the verdict is significant. Each interval holds at its own level: they are not simultaneous intervals, " +
+								"and all of a campaign's intervals together hold the true changes less often than any one level says."),
+							"p_value":    f("The method's two-sided p-value, before correction; 1 when the runs gave no test (too few, or no spread: see `note`)."),
 							"p_adjusted": f("p-value after Holm's correction across all comparisons of the campaign; the verdict uses it."),
-							"mde_pct":    f("Smallest change, in %, this comparison would call with 80% probability given the noise it observed; null when unknown."),
-							"verdict":    s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha` after the correction)."),
-							"note":       s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
+							"mde_pct": f("Smallest change, in %, this comparison would call with 80% probability given the noise it observed (from the noncentral t); " +
+								"null when unknown, or when the design cannot reach significance at all (`note` then names the fewest iterations that would)."),
+							"verdict": s("`faster`, `slower` or `no-difference` (the candidate relative to the baseline, at `alpha` after the correction)."),
+							"note":    s("Why the verdict could not have gone otherwise (e.g. too few iterations), or empty."),
 							"differed": schema.ListNestedAttribute{
 								Computed: true,
-								MarkdownDescription: "The counters whose medians differ most between the two variants, largest ratio first (the \"what differed\" table of the summary): " +
-									"counts per transaction (`/tx`), wait events as shares of the sampled active backends.",
+								MarkdownDescription: "The counters that differ between the two variants by a test across the runs (a paired t test on the log ratios, or Welch's t test on the logs for a randomized order), " +
+									"with Holm's correction across every counter of the campaign; largest ratio first, at most 12 (the \"what differed\" table of the summary). " +
+									"Counts per transaction (`/tx`), wait events as shares of the sampled active backends. Empty when no counter differs.",
 								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-									"name":      s("Counter, e.g. `pg.tup_returned/tx`, `os.cpu.system_s/tx`, `wait.LWLock:BufferMapping`."),
-									"baseline":  f("Median of the baseline's runs."),
-									"candidate": f("Median of the candidate's runs."),
-									"ratio":     f("candidate / baseline; a side at 0 counts as 0.1% of the other."),
+									"name":       s("Counter, e.g. `pg.tup_returned/tx`, `os.cpu.system_s/tx`, `wait.LWLock:BufferMapping`."),
+									"baseline":   f("Median of the baseline's runs."),
+									"candidate":  f("Median of the candidate's runs."),
+									"ratio":      f("Estimated candidate / baseline ratio (the geometric mean of the pairs' ratios when paired); a counter at 0 in some runs is offset by 0.1% of its largest value."),
+									"ratio_low":  f("Lower end of the ratio's interval, at the level that agrees with `p_adjusted`."),
+									"ratio_high": f("Upper end of the ratio's interval."),
+									"p_adjusted": f("The counter's p-value after Holm's correction across every counter of the campaign; at most `alpha`."),
 								}},
 							},
 							"flame_graph": s("Differential flame graph SVG of the candidate's profile against the baseline's, relative to the report directory; empty without profiles."),
@@ -233,7 +245,8 @@ func abResultsValue(ctx context.Context, res *report.Results) (types.List, error
 		for _, cmp := range c.Comparisons {
 			differed := []abDifferedModel{}
 			for _, d := range cmp.Differed {
-				differed = append(differed, abDifferedModel{Name: d.Name, Baseline: d.Baseline, Candidate: d.Candidate, Ratio: d.Ratio})
+				differed = append(differed, abDifferedModel{Name: d.Name, Baseline: d.Baseline, Candidate: d.Candidate, Ratio: d.Ratio,
+					RatioLow: d.RatioLow, RatioHigh: d.RatioHigh, PAdjusted: d.PAdjusted})
 			}
 			m.Comparisons = append(m.Comparisons, abComparisonModel{
 				Baseline: cmp.Baseline, Candidate: cmp.Candidate, Method: cmp.Method,

@@ -121,6 +121,11 @@ func Recompute(dir string, alpha float64, write bool) (*report.Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	reps, err := parseReplacements(b, path)
+	if err != nil {
+		return nil, err
+	}
+	reportReplacements(res, reps)
 	res.StartedAt = h.StartedAt
 	res.FinishedAt, res.WallSeconds = prev.FinishedAt, prev.WallSeconds
 	if res.FinishedAt.IsZero() {

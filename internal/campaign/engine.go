@@ -243,12 +243,12 @@ func (e *engine) measure(ctx context.Context, steps []Step) (done int, err error
 		if e.beyond(st) {
 			continue
 		}
-		r, err := e.measureStep(ctx, steps, st, prev)
+		r, ran, err := e.measureOrReplace(ctx, steps, i, prev)
 		if err != nil {
 			return done, err
 		}
 		prev = &steps[i]
-		done++
+		done += ran
 		// The ETA counts undecided adaptive cells at their maximum, so it
 		// only shortens as cells decide.
 		elapsed := time.Since(runStart).Seconds()
@@ -257,21 +257,6 @@ func (e *engine) measure(ctx context.Context, steps []Step) (done int, err error
 			TPS: ptr(r.TPS), NOPM: nopmPtr(*r), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
 	}
 	return done, nil
-}
-
-// measureStep runs st, one of steps, after prev, records it in the
-// journal and decides its cell's length when it can.
-func (e *engine) measureStep(ctx context.Context, steps []Step, st Step, prev *Step) (*report.Run, error) {
-	e.emit(Event{Event: EventRunStart, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
-	r, err := e.runStep(ctx, st, prev)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.journal.Append(*r); err != nil {
-		return nil, err
-	}
-	e.decide(st.Clients)
-	return r, nil
 }
 
 // finish ends a campaign that ran done steps: it checks TPC-C datasets,
@@ -800,6 +785,7 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 	if err != nil {
 		return nil, err
 	}
+	reportReplacements(res, e.journal.Replaced)
 	now := time.Now().UTC()
 	res.StartedAt = e.journal.StartedAt
 	res.FinishedAt = now

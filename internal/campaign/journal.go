@@ -99,6 +99,9 @@ type journalLine struct {
 	// HugePages records what a variant's server really used, so a resumed
 	// campaign that starts no server still reports it.
 	HugePages *observedHugePages `json:"huge_pages,omitempty"`
+	// Replaced records a pair measured again (see remeasure.go); the runs
+	// that replace it follow as ordinary run lines.
+	Replaced *report.Replacement `json:"replaced,omitempty"`
 }
 
 type observedHugePages struct {
@@ -119,6 +122,8 @@ type Journal struct {
 	Runs      map[int]report.Run
 	// HugePages is the last observed huge-page use per variant.
 	HugePages map[string]string
+	// Replaced are the pairs measured again, in order.
+	Replaced []report.Replacement
 }
 
 // openJournal opens (or creates) the journal for def. An existing journal
@@ -141,6 +146,9 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
 		}
 		j.StartedAt, j.Runs, j.HugePages = h.StartedAt, runs, hp
+		if j.Replaced, err = parseReplacements(b, path); err != nil {
+			return nil, err
+		}
 	}
 	if j.f, err = atomicfile.OpenJSONLines(path, len(b)); err != nil {
 		return nil, err

@@ -40,6 +40,23 @@ type Results struct {
 	// Warnings are things a reviewer should know (client and server share
 	// CPUs, too few iterations for significance, runs that drifted).
 	Warnings []string `json:"warnings,omitempty"`
+	// Replaced are the pairs of runs the campaign measured again, in the
+	// order it did: after a run failed, or because the pair's runs lay far
+	// apart in time (a resumed campaign). Runs holds only the new runs.
+	Replaced []Replacement `json:"replaced,omitempty"`
+}
+
+// Replacement is one pair of runs measured again: every variant's run of
+// one client count and iteration, back to back.
+type Replacement struct {
+	Clients   int       `json:"clients"`
+	Iteration int       `json:"iteration"`
+	Reason    string    `json:"reason"`
+	At        time.Time `json:"at"`
+	// Failed is the run that failed, when one did: its figure of merit
+	// (0, NaN and Inf are written as 0) or the error of pgbench is in
+	// Reason.
+	Failed *Run `json:"failed,omitempty"`
 }
 
 // Variant is one side of the comparison: a build plus settings.
