@@ -71,18 +71,29 @@ func writePlot(dir string, p *plot.Plot, svgName, pngName string) error {
 	return nil
 }
 
-// clientTicks puts one labelled tick at each measured client count, which
-// reads better than round numbers when the counts are 1, 16, 64, 256.
-type clientTicks []int
+// fixedTicks are labelled ticks at given places, those within the axis's
+// range: one at each measured client count reads better than round
+// numbers when the counts are 1, 16, 64, 256; one per row labels the
+// forest plot's comparisons.
+type fixedTicks []plot.Tick
 
-func (t clientTicks) Ticks(min, max float64) []plot.Tick {
+func (t fixedTicks) Ticks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
-	for _, c := range t {
-		if v := float64(c); v >= min && v <= max {
-			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.Itoa(c)})
+	for _, tk := range t {
+		if tk.Value >= min && tk.Value <= max {
+			ticks = append(ticks, tk)
 		}
 	}
 	return ticks
+}
+
+// clientTicks is a tick at each client count.
+func clientTicks(clients []int) fixedTicks {
+	t := make(fixedTicks, len(clients))
+	for i, c := range clients {
+		t[i] = plot.Tick{Value: float64(c), Label: strconv.Itoa(c)}
+	}
+	return t
 }
 
 // errorPoints feeds plotter.NewYErrorBars: the median with distances to
@@ -192,19 +203,6 @@ type forestRow struct {
 	ci            bool
 }
 
-// labelTicks labels the integer positions 0..len-1 of an axis.
-type labelTicks []string
-
-func (t labelTicks) Ticks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	for i, l := range t {
-		if v := float64(i); v >= min && v <= max {
-			ticks = append(ticks, plot.Tick{Value: v, Label: l})
-		}
-	}
-	return ticks
-}
-
 // buildForest draws each comparison's delta, in percent, with its interval
 // as a horizontal bar and a vertical line at 0: an interval that crosses
 // the line is a no-difference, one that clears it a verdict.
@@ -229,12 +227,12 @@ func buildForest(r *Results) (*plot.Plot, error) {
 	}
 	// The first comparison on top.
 	slices.Reverse(rows)
-	labels := make(labelTicks, len(rows))
+	labels := make(fixedTicks, len(rows))
 	var pts plotter.XYs
 	var bars xErrorPoints
 	lo, hi := 0.0, 0.0
 	for i, row := range rows {
-		labels[i] = row.label
+		labels[i] = plot.Tick{Value: float64(i), Label: row.label}
 		pts = append(pts, plotter.XY{X: row.delta, Y: float64(i)})
 		lo, hi = min(lo, row.delta), max(hi, row.delta)
 		if row.ci {
