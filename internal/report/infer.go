@@ -218,8 +218,9 @@ func tMDE(g, nu, se float64) float64 {
 // of freedom: a campaign asks for the same few again and again.
 var mdeCache sync.Map // [2]float64{g, nu} -> float64
 
-// mdeNoncentrality solves noncentralTPower(ncp, q, nu) = power for ncp by
-// bisection (the power grows with ncp).
+// mdeNoncentrality solves noncentralTPower(ncp, q, nu) = power for ncp
+// (the power grows with ncp) by the Illinois variant of regula falsi,
+// which keeps a bracket and converges in a few steps.
 func mdeNoncentrality(g, nu float64) float64 {
 	key := [2]float64{g, nu}
 	if v, ok := mdeCache.Load(key); ok {
@@ -227,17 +228,33 @@ func mdeNoncentrality(g, nu float64) float64 {
 	}
 	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}.Quantile(1 - g/2)
 	s := chiScale(nu)
+	f := func(ncp float64) float64 { return noncentralTPower(ncp, q, s) - power }
 	lo, hi := 0.0, q+10
-	for hi-lo > 1e-7*hi {
-		mid := (lo + hi) / 2
-		if noncentralTPower(mid, q, s) < power {
-			lo = mid
+	flo, fhi := f(lo), f(hi)
+	side := 0
+	x := hi
+	for range 100 {
+		x = (lo*fhi - hi*flo) / (fhi - flo)
+		fx := f(x)
+		if math.Abs(fx) < 1e-10 || hi-lo < 1e-9*hi {
+			break
+		}
+		if (fx < 0) == (flo < 0) {
+			lo, flo = x, fx
+			if side == -1 {
+				fhi /= 2
+			}
+			side = -1
 		} else {
-			hi = mid
+			hi, fhi = x, fx
+			if side == 1 {
+				flo /= 2
+			}
+			side = 1
 		}
 	}
-	mdeCache.Store(key, hi)
-	return hi
+	mdeCache.Store(key, x)
+	return x
 }
 
 // powerStrata is how many equally likely strata of the chi-square the
@@ -247,13 +264,20 @@ const powerStrata = 512
 // chiScale is sqrt(V/nu) at the midpoint quantile of each of powerStrata
 // equally likely strata of V ~ chi-square(nu) (gonum's distribution).
 func chiScale(nu float64) []float64 {
+	if v, ok := chiScaleCache.Load(nu); ok {
+		return v.([]float64)
+	}
 	chi := distuv.ChiSquared{K: nu}
 	s := make([]float64, powerStrata)
 	for i := range s {
 		s[i] = math.Sqrt(chi.Quantile((float64(i)+0.5)/powerStrata) / nu)
 	}
+	chiScaleCache.Store(nu, s)
 	return s
 }
+
+// chiScaleCache keeps chiScale's strata by degrees of freedom.
+var chiScaleCache sync.Map // float64 -> []float64
 
 // noncentralTPower is P(|T| > q) for T noncentral t with noncentrality
 // ncp and the degrees of freedom behind s (chiScale): T = (Z + ncp) /
