@@ -162,6 +162,8 @@ func TestAAIsNoDifference(t *testing.T) {
 		// 5 vs 5 can reach p = 0.008, so alpha 0.01 is a real test that
 		// identical variants rarely fail by chance (about 1 in 125).
 		Alpha: 0.01, OutDir: out, Clone: true,
+		// The counters too: "what differed" of an A/A campaign lists none.
+		Counters: true,
 	}
 	var rec recorder
 	res, err := Execute(context.Background(), cfg, rec.on)
@@ -178,6 +180,11 @@ func TestAAIsNoDifference(t *testing.T) {
 	cmp := res.Cells[0].Comparisons[0]
 	if cmp.Verdict != report.VerdictNoDifference || cmp.Baseline != "a" || cmp.Candidate != "b" {
 		t.Errorf("A/A comparison = %+v, want b vs a no-difference", cmp)
+	}
+	if cmp.CountersTested < 10 || len(cmp.Differed) != 0 {
+		t.Errorf("A/A: %d counters tested, what differed lists %+v; want many tested and none listed", cmp.CountersTested, cmp.Differed)
+	} else if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), fmt.Sprintf("none of the %d counters compared differs", cmp.CountersTested)) {
+		t.Errorf("summary.md does not say that none of the %d counters differs (%v)", cmp.CountersTested, err)
 	}
 	for _, v := range []string{"a", "b"} {
 		vc := res.Cells[0].Variants[v]
