@@ -114,11 +114,11 @@ func Summarize(variants []Variant, clients []int, runs []Run, an Analysis) ([]Ce
 	if err := checkAnalysis(variants, clients, an); err != nil {
 		return nil, nil, fmt.Errorf("summarize: %w", err)
 	}
-	byCell, err := groupRuns(variants, clients, runs, an.Metric)
+	var w warnings
+	byCell, err := groupRuns(variants, clients, runs, an.Metric, &w)
 	if err != nil {
 		return nil, nil, fmt.Errorf("summarize: %w", err)
 	}
-	var w warnings
 	cells, tests := describeCells(variants, clients, byCell, an, &w)
 	judge(cells, tests, an, &w)
 	compareCounters(cells, byCell, an)
@@ -177,8 +177,10 @@ func checkAnalysis(variants []Variant, clients []int, an Analysis) error {
 
 // groupRuns sorts the runs into their cells: byCell[i][variant] holds the
 // runs of clients[i] in run order. A run of an unknown variant or client
-// count, or without a positive figure of merit, is an error.
-func groupRuns(variants []Variant, clients []int, runs []Run, metric string) ([]map[string][]Run, error) {
+// count is an error; a run without a positive figure of merit (a failed
+// run a journal kept) is left out with a warning, so one bad run does not
+// lose the others.
+func groupRuns(variants []Variant, clients []int, runs []Run, metric string, w *warnings) ([]map[string][]Run, error) {
 	cellIndex := make(map[int]int, len(clients))
 	for i, c := range clients {
 		cellIndex[c] = i
@@ -198,7 +200,8 @@ func groupRuns(variants []Variant, clients []int, runs []Run, metric string) ([]
 			return nil, fmt.Errorf("run %d has client count %d, not one of %v", r.Seq, r.Clients, clients)
 		}
 		if v := r.Value(metric); !validValue(v) {
-			return nil, fmt.Errorf("run %d has invalid %s %v (want a positive number)", r.Seq, strings.ToLower(MetricLabel(metric)), v)
+			w.add("clients=%d: run %d (%s, iteration %d) has invalid %s %v and is left out of the statistics", r.Clients, r.Seq, r.Variant, r.Iteration, strings.ToLower(MetricLabel(metric)), v)
+			continue
 		}
 		byCell[i][r.Variant] = append(byCell[i][r.Variant], r)
 	}
