@@ -259,8 +259,22 @@ func TestBuildBadPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(root, "pg")
-	opts := Options{Tarball: tb, Patches: []string{bad}, ConfigureFlags: testFlags, Prefix: prefix}
+	// A relative path reaches patch (run in the source tree) made absolute,
+	// and the caller's slice keeps what the caller gave.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches := []string{rel}
+	opts := Options{Tarball: tb, Patches: patches, ConfigureFlags: testFlags, Prefix: prefix}
 	_, err = Build(context.Background(), opts, nil)
+	if patches[0] != rel {
+		t.Errorf("caller's patches[0] = %q after Build, want %q as given", patches[0], rel)
+	}
 	var pe *PatchError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a PatchError", err)
@@ -279,6 +293,42 @@ func TestBuildBadPatch(t *testing.T) {
 	}
 	if _, err := os.Stat(prefix + ".work"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("work dir after failed patch: stat err = %v, want removed", err)
+	}
+}
+
+// Planning makes the patch and tarball paths absolute in its own options,
+// never in the caller's slice.
+func TestPlanLeavesCallerPatches(t *testing.T) {
+	for _, tool := range requiredTools(Options{}) {
+		testhost.RequireCommand(t, tool)
+	}
+	dir := t.TempDir()
+	tb := filepath.Join(dir, "src.tar")
+	if err := os.WriteFile(tb, []byte("not built, only hashed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patches := []string{testPatch}
+	opts := Options{Tarball: tb, Patches: patches, Prefix: filepath.Join(dir, "pg")}
+	p, err := newPlan(context.Background(), opts, func(string, string) {})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	defer p.discard()
+	if got, want := patches[0], testPatch; got != want {
+		t.Errorf("caller's patches[0] = %q after planning, want %q", got, want)
+	}
+	want, err := filepath.Abs(testPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.opts.Patches; len(got) != 1 || got[0] != want {
+		t.Errorf("planned patches = %q, want [%q]", got, want)
+	}
+	if len(p.patches) != 1 || p.patches[0].Name != "bgwriter-delay.patch" {
+		t.Errorf("patch infos = %+v, want bgwriter-delay.patch", p.patches)
+	}
+	if got, want := p.src.Kind, "tarball"; got != want {
+		t.Errorf("source kind = %q, want %q", got, want)
 	}
 }
 
