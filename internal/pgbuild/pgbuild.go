@@ -18,10 +18,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
@@ -331,29 +331,17 @@ func StampedBuildKey(binDir string) string {
 	return r.BuildKey
 }
 
-// LockFile takes an exclusive flock on path, waiting until ctx ends, and
-// returns what releases it.
-func LockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+// LockPrefix takes the lock of prefix (the file prefix.lock), which a build
+// holds from before it looks into the prefix until its install is done,
+// waiting until ctx ends.
+func LockPrefix(ctx context.Context, prefix string) (*filelock.Lock, error) {
+	return filelock.LockPath(ctx, prefix+".lock", filelock.Exclusive)
+}
+
+// TryLockPrefix takes the lock of prefix without waiting: while a build
+// holds it, the error wraps filelock.ErrHeld.
+func TryLockPrefix(prefix string) (*filelock.Lock, error) {
+	return filelock.TryPath(prefix+".lock", filelock.Exclusive)
 }
 
 // Version returns the first line of `postgres --version` in binDir.
@@ -604,11 +592,11 @@ func (p *plan) run(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(filepath.Dir(p.prefix), 0o755); err != nil {
 		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(p.prefix), err)
 	}
-	unlock, err := LockFile(ctx, p.prefix+".lock")
+	lock, err := LockPrefix(ctx, p.prefix)
 	if err != nil {
 		return Result{}, err
 	}
-	defer unlock()
+	defer lock.Close()
 	if r, err := p.finished(); err != nil {
 		return Result{}, err
 	} else if r != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -371,22 +372,25 @@ func TestMissingTools(t *testing.T) {
 }
 
 func TestLockExcludes(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "k.lock")
-	unlock, err := LockFile(context.Background(), p)
+	prefix := filepath.Join(t.TempDir(), "pg")
+	lock, err := LockPrefix(context.Background(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := LockFile(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := LockPrefix(ctx, prefix); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second lock while held: err = %v, want deadline exceeded", err)
 	}
-	unlock()
-	again, err := LockFile(context.Background(), p)
+	if _, err := TryLockPrefix(prefix); !errors.Is(err, filelock.ErrHeld) {
+		t.Fatalf("try while held: err = %v, want filelock.ErrHeld", err)
+	}
+	lock.Close()
+	again, err := TryLockPrefix(prefix)
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
-	again()
+	again.Close()
 }
 
 func TestGitFetchRecordsCommit(t *testing.T) {
