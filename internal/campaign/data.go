@@ -273,14 +273,14 @@ func renderConf(c *pgctl.Cluster, settings map[string]string) error {
 	b, err := os.ReadFile(base)
 	if errors.Is(err, os.ErrNotExist) {
 		if b, err = os.ReadFile(conf); err == nil {
-			err = os.WriteFile(base, b, 0o600)
+			err = atomicfile.WriteFile(base, b, 0o600)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("base config of %s: %w", c.DataDir, err)
 	}
-	if err := os.WriteFile(conf, b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", conf, err)
+	if err := atomicfile.WriteFile(conf, b, 0o600); err != nil {
+		return err
 	}
 	if uid, gid, ok := postgresOwner(); ok {
 		os.Chown(conf, uid, gid)
