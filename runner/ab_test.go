@@ -314,7 +314,7 @@ func TestABEndToEndJSON(t *testing.T) {
 			continue
 		}
 		kinds[ev["event"].(string)]++
-		if ev["event"] == "run_done" {
+		if ev["event"] == campaign.EventRunDone {
 			for _, k := range []string{"seq", "total", "variant", "clients", "iteration", "tps", "seconds", "elapsed_seconds", "eta_seconds"} {
 				if _, ok := ev[k]; !ok {
 					t.Errorf("run_done event %s has no %q", line, k)
@@ -322,7 +322,7 @@ func TestABEndToEndJSON(t *testing.T) {
 			}
 		}
 	}
-	if kinds["run_start"] != 2 || kinds["run_done"] != 2 || kinds["done"] != 1 || kinds["phase"] == 0 {
+	if kinds[campaign.EventRunStart] != 2 || kinds[campaign.EventRunDone] != 2 || kinds[campaign.EventDone] != 1 || kinds[campaign.EventPhase] == 0 {
 		t.Errorf("events = %v, want 2 run_start, 2 run_done, phases and one done", kinds)
 	}
 }

@@ -152,12 +152,12 @@ func TestAdaptiveCampaign(t *testing.T) {
 			for _, e := range rec.events {
 				t.Log(e.String())
 			}
-			if len(res.Runs) != tt.wantRuns || rec.count("run_done") != tt.wantRuns {
-				t.Fatalf("%d runs (%d run_done), want %d", len(res.Runs), rec.count("run_done"), tt.wantRuns)
+			if len(res.Runs) != tt.wantRuns || rec.count(EventRunDone) != tt.wantRuns {
+				t.Fatalf("%d runs (%d run_done), want %d", len(res.Runs), rec.count(EventRunDone), tt.wantRuns)
 			}
 			var last Event
 			for _, e := range rec.events {
-				if e.Event == "run_done" {
+				if e.Event == EventRunDone {
 					last = e
 				}
 			}
@@ -166,7 +166,7 @@ func TestAdaptiveCampaign(t *testing.T) {
 			}
 			if first := rec.events[0]; tt.wantRuns < 8 {
 				for _, e := range rec.events {
-					if e.Event == "run_start" {
+					if e.Event == EventRunStart {
 						first = e
 						break
 					}
@@ -190,8 +190,8 @@ func TestAdaptiveCampaign(t *testing.T) {
 			// journal and runs nothing.
 			var again recorder
 			res2, err := Execute(context.Background(), cfg, again.on)
-			if err != nil || again.count("run_start") != 0 || len(res2.Runs) != tt.wantRuns {
-				t.Errorf("second Execute: %v, %d started, %d runs", err, again.count("run_start"), len(res2.Runs))
+			if err != nil || again.count(EventRunStart) != 0 || len(res2.Runs) != tt.wantRuns {
+				t.Errorf("second Execute: %v, %d started, %d runs", err, again.count(EventRunStart), len(res2.Runs))
 			}
 		})
 	}

@@ -297,7 +297,7 @@ func BenchmarkCampaignOverhead(b *testing.B) {
 		var firstRun time.Time
 		t0 := time.Now()
 		res, err := Execute(context.Background(), cfg, func(e Event) {
-			if e.Event == "run_start" && firstRun.IsZero() {
+			if e.Event == EventRunStart && firstRun.IsZero() {
 				firstRun = time.Now()
 			}
 		})

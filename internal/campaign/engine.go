@@ -70,11 +70,11 @@ type engine struct {
 func (e *engine) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	e.warnings = append(e.warnings, msg)
-	e.emit(Event{Event: "warning", Message: msg})
+	e.emit(Event{Event: EventWarning, Message: msg})
 }
 
 func (e *engine) phase(format string, args ...any) {
-	e.emit(Event{Event: "phase", Message: fmt.Sprintf(format, args...)})
+	e.emit(Event{Event: EventPhase, Message: fmt.Sprintf(format, args...)})
 }
 
 // Execute runs the campaign: it prepares the data directories, runs every
@@ -191,14 +191,14 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 			if r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
 				return nil, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
 			}
-			e.emit(Event{Event: "run_skipped", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS), NOPM: nopmPtr(r)})
+			e.emit(Event{Event: EventRunSkipped, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS), NOPM: nopmPtr(r)})
 			prev = &steps[i]
 			continue
 		}
 		if e.beyond(st) {
 			continue
 		}
-		e.emit(Event{Event: "run_start", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
+		e.emit(Event{Event: EventRunStart, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
 		r, err := e.runStep(ctx, st, prev)
 		if err != nil {
 			return nil, wrapCtx(ctx, err)
@@ -213,7 +213,7 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		// only shortens as cells decide.
 		elapsed := time.Since(runStart).Seconds()
 		remaining := e.count(steps[i+1:], true)
-		e.emit(Event{Event: "run_done", Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
+		e.emit(Event{Event: EventRunDone, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
 			TPS: ptr(r.TPS), NOPM: nopmPtr(*r), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
 	}
 	// A TPC-C campaign that ran anything checks its datasets afterwards:
@@ -235,7 +235,7 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err != nil {
 		return nil, err
 	}
-	e.emit(Event{Event: "done", WallSeconds: ptr(time.Since(start).Seconds())})
+	e.emit(Event{Event: EventDone, WallSeconds: ptr(time.Since(start).Seconds())})
 	return res, nil
 }
 

@@ -216,7 +216,7 @@ func TestAAIsNoDifference(t *testing.T) {
 	if err != nil || len(back.Runs) != 10 {
 		t.Errorf("results.json: %v runs, %v; want 10", len(back.Runs), err)
 	}
-	if n := rec.count("run_done"); n != 10 {
+	if n := rec.count(EventRunDone); n != 10 {
 		t.Errorf("run_done events = %d, want 10", n)
 	}
 
@@ -226,8 +226,8 @@ func TestAAIsNoDifference(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second Execute: %v", err)
 	}
-	if again.count("run_start") != 0 || again.count("run_skipped") != 10 || len(res2.Runs) != 10 {
-		t.Errorf("second run: %d started, %d skipped, %d runs; want 0, 10, 10", again.count("run_start"), again.count("run_skipped"), len(res2.Runs))
+	if again.count(EventRunStart) != 0 || again.count(EventRunSkipped) != 10 || len(res2.Runs) != 10 {
+		t.Errorf("second run: %d started, %d skipped, %d runs; want 0, 10, 10", again.count(EventRunStart), again.count(EventRunSkipped), len(res2.Runs))
 	}
 	if got := res2.Variants[1].HugePagesObserved; got != "off" {
 		t.Errorf("resumed huge_pages_observed of b = %q, want off from the journal", got)
@@ -337,10 +337,10 @@ func TestKillAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if got, want := rec.count("run_start"), 6-before; got != want {
+	if got, want := rec.count(EventRunStart), 6-before; got != want {
 		t.Errorf("resume started %d runs, want %d (the missing ones)", got, want)
 	}
-	if got := rec.count("run_skipped"); got != before {
+	if got := rec.count(EventRunSkipped); got != before {
 		t.Errorf("resume skipped %d runs, want %d", got, before)
 	}
 	checkOrder(t, cfg, res.Runs)
@@ -452,8 +452,8 @@ func TestCancelStopsCleanly(t *testing.T) {
 		nth   int
 		after time.Duration
 	}{
-		{"mid-run", "run_start", 2, time.Second},
-		{"between-runs", "run_done", 1, 0},
+		{"mid-run", EventRunStart, 2, time.Second},
+		{"between-runs", EventRunDone, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := scratch(t)

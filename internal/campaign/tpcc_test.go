@@ -137,7 +137,7 @@ func TestTPCCKillAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if got, want := rec.count("run_start"), 6-before; got != want {
+	if got, want := rec.count(EventRunStart), 6-before; got != want {
 		t.Errorf("resume started %d runs, want %d", got, want)
 	}
 	for _, e := range rec.events {

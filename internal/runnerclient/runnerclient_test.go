@@ -103,8 +103,8 @@ echo '{}'`)
 	}
 	tps := 1234.5
 	want := []campaign.Event{
-		{Event: "phase", Message: "loading a"},
-		{Event: "run_done", Seq: 3, Total: 8, Variant: "b", Clients: 16, Iteration: 2, TPS: &tps},
+		{Event: campaign.EventPhase, Message: "loading a"},
+		{Event: campaign.EventRunDone, Seq: 3, Total: 8, Variant: "b", Clients: 16, Iteration: 2, TPS: &tps},
 	}
 	if !reflect.DeepEqual(events, want) {
 		t.Errorf("events = %+v, want %+v", events, want)
