@@ -45,164 +45,195 @@ func (u abUnknowns) covers(p path.Path) bool {
 // returned abUnknowns; a value that does not convert (a duration that is not
 // one) gets a diagnostic.
 func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, abUnknowns, diag.Diagnostics) {
-	var d diag.Diagnostics
-	var u abUnknowns
+	r := &configReader{ctx: ctx}
 	c := campaign.DefaultConfig()
 	c.Clients = nil
-	str := func(dst *string, v types.String, p path.Path) {
-		switch {
-		case v.IsUnknown():
-			u.add(p)
-		case !v.IsNull():
-			*dst = v.ValueString()
-		}
+	r.variants(c, m)
+	c.Settings = r.settings(m.Settings, path.Root("settings"))
+	r.workload(c, m.Workload)
+	r.observe(c, m.Observe)
+	r.runs(c, m)
+	c.Defaults()
+	return c, r.u, r.d
+}
+
+// configReader reads a configuration's values into a campaign.Config: a
+// value unknown at plan time is left as it is and listed in u, one that
+// does not convert gets a diagnostic in d.
+type configReader struct {
+	ctx context.Context
+	u   abUnknowns
+	d   diag.Diagnostics
+}
+
+func (r *configReader) str(dst *string, v types.String, p path.Path) {
+	switch {
+	case v.IsUnknown():
+		r.u.add(p)
+	case !v.IsNull():
+		*dst = v.ValueString()
 	}
-	num := func(dst *int, v types.Int64, p path.Path) {
-		switch {
-		case v.IsUnknown():
-			u.add(p)
-		case !v.IsNull():
-			*dst = int(v.ValueInt64())
-		}
+}
+
+func (r *configReader) num(dst *int, v types.Int64, p path.Path) {
+	switch {
+	case v.IsUnknown():
+		r.u.add(p)
+	case !v.IsNull():
+		*dst = int(v.ValueInt64())
 	}
-	dur := func(dst *time.Duration, v types.String, p path.Path) {
-		if v.IsUnknown() {
-			u.add(p)
-			return
-		}
-		if v.IsNull() {
-			return
-		}
-		x, err := time.ParseDuration(v.ValueString())
-		if err != nil {
-			d.AddAttributeError(p, "Invalid Duration", fmt.Sprintf("%s is %q, which is not a duration; write it like 60s, 90s or 2m.", p, v.ValueString()))
-			u.add(p) // reported: nothing more to say about it
-			return
-		}
-		*dst = x
+}
+
+func (r *configReader) boolean(dst *bool, v types.Bool, p path.Path) {
+	switch {
+	case v.IsUnknown():
+		r.u.add(p)
+	case !v.IsNull():
+		*dst = v.ValueBool()
 	}
-	settings := func(v types.Map, p path.Path) map[string]string {
-		out := map[string]string{}
-		if v.IsUnknown() {
-			u.add(p)
-			return out
-		}
-		var s map[string]types.String
-		if !v.IsNull() {
-			d.Append(v.ElementsAs(ctx, &s, false)...)
-		}
-		for k, val := range s {
-			if val.IsUnknown() {
-				u.add(p.AtMapKey(k))
-			}
-			out[k] = val.ValueString()
-		}
+}
+
+func (r *configReader) dur(dst *time.Duration, v types.String, p path.Path) {
+	if v.IsUnknown() {
+		r.u.add(p)
+		return
+	}
+	if v.IsNull() {
+		return
+	}
+	x, err := time.ParseDuration(v.ValueString())
+	if err != nil {
+		r.d.AddAttributeError(p, "Invalid Duration", fmt.Sprintf("%s is %q, which is not a duration; write it like 60s, 90s or 2m.", p, v.ValueString()))
+		r.u.add(p) // reported: nothing more to say about it
+		return
+	}
+	*dst = x
+}
+
+func (r *configReader) settings(v types.Map, p path.Path) map[string]string {
+	out := map[string]string{}
+	if v.IsUnknown() {
+		r.u.add(p)
 		return out
 	}
+	var s map[string]types.String
+	if !v.IsNull() {
+		r.d.Append(v.ElementsAs(r.ctx, &s, false)...)
+	}
+	for k, val := range s {
+		if val.IsUnknown() {
+			r.u.add(p.AtMapKey(k))
+		}
+		out[k] = val.ValueString()
+	}
+	return out
+}
 
+// variants reads the variant blocks.
+func (r *configReader) variants(c *campaign.Config, m *abBenchmarkModel) {
 	vp := path.Root("variant")
 	if m.Variants.IsUnknown() {
-		u.add(vp)
-	} else {
-		variants, diags := m.variants(ctx)
-		d.Append(diags...)
-		for i, v := range variants {
-			p := vp.AtListIndex(i)
-			var cv campaign.Variant
-			str(&cv.Name, v.Name, p.AtName("name"))
-			str(&cv.BinDir, v.BinDir, p.AtName("bin_dir"))
-			str(&cv.HugePages, v.HugePages, p.AtName("huge_pages"))
-			cv.Settings = settings(v.Settings, p.AtName("settings"))
-			c.Variants = append(c.Variants, cv)
-		}
+		r.u.add(vp)
+		return
 	}
-	c.Settings = settings(m.Settings, path.Root("settings"))
+	variants, diags := m.variants(r.ctx)
+	r.d.Append(diags...)
+	for i, v := range variants {
+		p := vp.AtListIndex(i)
+		var cv campaign.Variant
+		r.str(&cv.Name, v.Name, p.AtName("name"))
+		r.str(&cv.BinDir, v.BinDir, p.AtName("bin_dir"))
+		r.str(&cv.HugePages, v.HugePages, p.AtName("huge_pages"))
+		cv.Settings = r.settings(v.Settings, p.AtName("settings"))
+		c.Variants = append(c.Variants, cv)
+	}
+}
 
+// workload reads the workload block.
+func (r *configReader) workload(c *campaign.Config, w *abWorkloadModel) {
 	wp := path.Root("workload")
-	if w := m.Workload; w == nil {
+	if w == nil {
 		// A missing block is reported once, as such, not field by field.
-		u.add(wp)
-	} else {
-		str(&c.Mode, w.Mode, wp.AtName("mode"))
-		str(&c.Script, w.Script, wp.AtName("script"))
-		num(&c.Scale, w.Scale, wp.AtName("scale"))
-		num(&c.Warehouses, w.Warehouses, wp.AtName("warehouses"))
-		cp := wp.AtName("clients")
-		if w.Clients.IsUnknown() {
-			u.add(cp)
-		} else if !w.Clients.IsNull() {
-			var clients []types.Int64
-			d.Append(w.Clients.ElementsAs(ctx, &clients, false)...)
-			for i, n := range clients {
-				c.Clients = append(c.Clients, 0)
-				num(&c.Clients[i], n, cp.AtListIndex(i))
-			}
-		}
-		str(&c.Threads, w.Threads, wp.AtName("threads"))
-		dur(&c.Duration, w.Duration, wp.AtName("duration"))
-		abIterations(c, w, wp, &u, &d)
-		str(&c.Protocol, w.Protocol, wp.AtName("protocol"))
-		if wu := w.Warmup; !wu.IsUnknown() && !wu.IsNull() {
-			c.WarmupAuto = wu.ValueString() == "auto"
-		}
-		if !c.WarmupAuto {
-			dur(&c.Warmup, w.Warmup, wp.AtName("warmup"))
-		}
-		switch cb := w.CheckpointBefore; {
-		case cb.IsUnknown():
-			u.add(wp.AtName("checkpoint_before"))
-		case !cb.IsNull():
-			c.CheckpointBefore = cb.ValueBool()
-		}
-		str(&c.Restart, w.Restart, wp.AtName("restart"))
+		r.u.add(wp)
+		return
 	}
-	if o := m.Observe; o != nil {
-		op := path.Root("observe")
-		switch v := o.Counters; {
-		case v.IsUnknown():
-			u.add(op.AtName("counters"))
-		case !v.IsNull():
-			c.Counters = v.ValueBool()
+	r.str(&c.Mode, w.Mode, wp.AtName("mode"))
+	r.str(&c.Script, w.Script, wp.AtName("script"))
+	r.num(&c.Scale, w.Scale, wp.AtName("scale"))
+	r.num(&c.Warehouses, w.Warehouses, wp.AtName("warehouses"))
+	cp := wp.AtName("clients")
+	if w.Clients.IsUnknown() {
+		r.u.add(cp)
+	} else if !w.Clients.IsNull() {
+		var clients []types.Int64
+		r.d.Append(w.Clients.ElementsAs(r.ctx, &clients, false)...)
+		for i, n := range clients {
+			c.Clients = append(c.Clients, 0)
+			r.num(&c.Clients[i], n, cp.AtListIndex(i))
 		}
-		dur(&c.WaitSampleInterval, o.WaitSampleInterval, op.AtName("wait_sample_interval"))
-		str(&c.Profile, o.Profile, op.AtName("profile"))
-		num(&c.ProfileFrequency, o.ProfileFrequency, op.AtName("profile_frequency"))
 	}
-	str(&c.ServerNUMA, m.ServerNUMA, path.Root("server_numa"))
-	str(&c.ClientNUMA, m.ClientNUMA, path.Root("client_numa"))
-	str(&c.Order, m.Order, path.Root("order"))
+	r.str(&c.Threads, w.Threads, wp.AtName("threads"))
+	r.dur(&c.Duration, w.Duration, wp.AtName("duration"))
+	r.iterations(c, w, wp)
+	r.str(&c.Protocol, w.Protocol, wp.AtName("protocol"))
+	if wu := w.Warmup; !wu.IsUnknown() && !wu.IsNull() {
+		c.WarmupAuto = wu.ValueString() == "auto"
+	}
+	if !c.WarmupAuto {
+		r.dur(&c.Warmup, w.Warmup, wp.AtName("warmup"))
+	}
+	r.boolean(&c.CheckpointBefore, w.CheckpointBefore, wp.AtName("checkpoint_before"))
+	r.str(&c.Restart, w.Restart, wp.AtName("restart"))
+}
+
+// observe reads the observe block, if any.
+func (r *configReader) observe(c *campaign.Config, o *abObserveModel) {
+	if o == nil {
+		return
+	}
+	op := path.Root("observe")
+	r.boolean(&c.Counters, o.Counters, op.AtName("counters"))
+	r.dur(&c.WaitSampleInterval, o.WaitSampleInterval, op.AtName("wait_sample_interval"))
+	r.str(&c.Profile, o.Profile, op.AtName("profile"))
+	r.num(&c.ProfileFrequency, o.ProfileFrequency, op.AtName("profile_frequency"))
+}
+
+// runs reads how the runs are made and judged: the NUMA pinning, the
+// order and its seed, alpha.
+func (r *configReader) runs(c *campaign.Config, m *abBenchmarkModel) {
+	r.str(&c.ServerNUMA, m.ServerNUMA, path.Root("server_numa"))
+	r.str(&c.ClientNUMA, m.ClientNUMA, path.Root("client_numa"))
+	r.str(&c.Order, m.Order, path.Root("order"))
 	switch {
 	case m.Seed.IsUnknown():
-		u.add(path.Root("seed"))
+		r.u.add(path.Root("seed"))
 	case !m.Seed.IsNull():
 		c.Seed, c.SeedSet = m.Seed.ValueInt64(), true
 	}
 	switch {
 	case m.Alpha.IsUnknown():
-		u.add(path.Root("alpha"))
+		r.u.add(path.Root("alpha"))
 	case !m.Alpha.IsNull():
 		c.Alpha = m.Alpha.ValueFloat64()
 	}
-	c.Defaults()
-	return c, u, d
 }
 
-// abIterations reads workload.iterations (a number or "auto") and the
+// iterations reads workload.iterations (a number or "auto") and the
 // adaptive rule's attributes, which only iterations = "auto" reads: given
 // with a number of iterations they are a mistake.
-func abIterations(c *campaign.Config, w *abWorkloadModel, wp path.Path, u *abUnknowns, d *diag.Diagnostics) {
+func (r *configReader) iterations(c *campaign.Config, w *abWorkloadModel, wp path.Path) {
 	ip := wp.AtName("iterations")
 	switch it := w.Iterations; {
 	case it.IsUnknown():
-		u.add(ip)
+		r.u.add(ip)
 	case it.IsNull():
 	case it.ValueString() == "auto":
 		c.IterationsAuto, c.Iterations = true, 0
 	default:
 		n, err := strconv.Atoi(it.ValueString())
 		if err != nil {
-			d.AddAttributeError(ip, "Invalid Iterations", fmt.Sprintf("%s is %q: want a number of runs per variant and client count, or \"auto\".", ip, it.ValueString()))
-			u.add(ip)
+			r.d.AddAttributeError(ip, "Invalid Iterations", fmt.Sprintf("%s is %q: want a number of runs per variant and client count, or \"auto\".", ip, it.ValueString()))
+			r.u.add(ip)
 			return
 		}
 		c.Iterations = n
@@ -220,12 +251,12 @@ func abIterations(c *campaign.Config, w *abWorkloadModel, wp path.Path, u *abUnk
 		p := wp.AtName(a.name)
 		switch {
 		case a.v.IsUnknown():
-			u.add(p)
+			r.u.add(p)
 		case a.v.IsNull():
 		case c.IterationsAuto:
 			a.set()
-		case !u.covers(ip):
-			d.AddAttributeError(p, "Adaptive Setting Without Adaptive Iterations", fmt.Sprintf(
+		case !r.u.covers(ip):
+			r.d.AddAttributeError(p, "Adaptive Setting Without Adaptive Iterations", fmt.Sprintf(
 				"%s applies only with %s = \"auto\"; %s is %d. Remove it, or let each client count choose its iterations with %s = \"auto\".", p, ip, ip, c.Iterations, ip))
 		}
 	}

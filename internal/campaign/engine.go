@@ -86,6 +86,43 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
+	start := time.Now()
+	e, err := newEngine(ctx, cfg, onEvent)
+	if err != nil {
+		return nil, err
+	}
+	closeOut, err := e.openOut()
+	if err != nil {
+		return nil, err
+	}
+	defer closeOut()
+	defer func() {
+		// Stop the server whatever happened, even after a cancel, and
+		// only then let another measurement have the host.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
+		defer cancel()
+		e.stopRunning(stopCtx)
+		e.releaseHost()
+	}()
+	steps := cfg.Plan()
+	if err := e.setUp(ctx, steps); err != nil {
+		return nil, wrapCtx(ctx, err)
+	}
+	done, err := e.measure(ctx, steps)
+	if err != nil {
+		return nil, wrapCtx(ctx, err)
+	}
+	res, err := e.finish(ctx, start, done)
+	if err != nil {
+		return nil, wrapCtx(ctx, err)
+	}
+	return res, nil
+}
+
+// newEngine checks cfg, defaults applied, on its own and against the host,
+// and returns the engine that runs it, with its NUMA pinning and its
+// profiler checked.
+func newEngine(ctx context.Context, cfg *Config, onEvent func(Event)) (*engine, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -93,7 +130,6 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err := cfg.CheckHost(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	e := &engine{cfg: cfg, emit: onEvent, byName: map[string]*variantState{}}
 	if err := e.pin(); err != nil {
 		return nil, err
@@ -101,7 +137,15 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err := e.checkProfiling(ctx); err != nil {
 		return nil, err
 	}
-	// The lock comes before the journal is read, seed included.
+	return e, nil
+}
+
+// openOut takes the campaign directory: it locks it, then takes a
+// randomized order's seed from its journal when none is given, and opens
+// the journal. The lock comes before the journal is read, seed included.
+// closeOut closes the journal and lets go of the directory.
+func (e *engine) openOut() (closeOut func(), err error) {
+	cfg := e.cfg
 	if err := mkdirReachable(cfg.OutDir); err != nil {
 		return nil, err
 	}
@@ -109,7 +153,6 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	if cfg.Order == OrderRandomized && !cfg.SeedSet {
 		if s, ok := readSeed(cfg.OutDir); ok && !cfg.Fresh {
 			cfg.Seed = s
@@ -119,19 +162,20 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	}
 	e.journal, err = openJournal(cfg.OutDir, cfg.definition(), cfg.Fresh, time.Now().UTC())
 	if err != nil {
+		release()
 		return nil, err
 	}
-	defer e.journal.Close()
+	return func() {
+		e.journal.Close()
+		release()
+	}, nil
+}
 
-	defer func() {
-		// Stop the server whatever happened, even after a cancel, and
-		// only then let another measurement have the host.
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
-		defer cancel()
-		e.stopRunning(stopCtx)
-		e.releaseHost()
-	}()
-
+// setUp readies the variants for steps: their servers' settings, their
+// versions and, when a step is left to run, their data directories; then
+// it takes the host for measuring.
+func (e *engine) setUp(ctx context.Context, steps []Step) error {
+	cfg := e.cfg
 	maxClients := 0
 	for _, c := range cfg.Clients {
 		maxClients = max(maxClients, c)
@@ -149,7 +193,6 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		e.vars = append(e.vars, vs)
 		e.byName[v.Name] = vs
 	}
-	steps := cfg.Plan()
 	e.lengths = map[int]int{}
 	for _, clients := range cfg.Clients {
 		e.decide(clients)
@@ -157,39 +200,41 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	missing := e.count(steps, true)
 	for i, vs := range e.vars {
 		if err := e.version(ctx, vs); err != nil {
-			return nil, wrapCtx(ctx, err)
+			return err
 		}
 		// A finished campaign only rebuilds its reports: no data needed.
 		if missing == 0 {
 			continue
 		}
 		if err := mkdirReachable(cfg.DataDir); err != nil {
-			return nil, err
+			return err
 		}
 		if err := e.prepare(ctx, i, vs); err != nil {
-			return nil, wrapCtx(ctx, err)
+			return err
 		}
 	}
+	if missing == 0 {
+		return nil
+	}
+	// The server a load left running would sit beside another campaign's
+	// measurement while this one waits for the host: it stops, and the
+	// first run starts (and warms up) its own.
+	if err := e.stopRunning(ctx); err != nil {
+		return err
+	}
+	return e.holdHost(ctx, hostlock.Exclusive, "measuring")
+}
 
-	if missing > 0 {
-		// The server a load left running would sit beside another
-		// campaign's measurement while this one waits for the host: it
-		// stops, and the first run starts (and warms up) its own.
-		if err := e.stopRunning(ctx); err != nil {
-			return nil, wrapCtx(ctx, err)
-		}
-		if err := e.holdHost(ctx, hostlock.Exclusive, "measuring"); err != nil {
-			return nil, wrapCtx(ctx, err)
-		}
-	}
+// measure runs, in order, every step of steps that is neither in the
+// journal nor past its cell's decided length, and returns how many it ran.
+func (e *engine) measure(ctx context.Context, steps []Step) (done int, err error) {
 	// The ETA counts from here: the wait for the host is not the pace.
 	runStart := time.Now()
-	done := 0
 	var prev *Step
 	for i, st := range steps {
 		if r, ok := e.journal.Runs[st.Seq]; ok {
 			if r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
-				return nil, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
+				return done, fmt.Errorf("journal run %d is %s c%d i%d, the plan says %s c%d i%d", st.Seq, r.Variant, r.Clients, r.Iteration, st.Variant, st.Clients, st.Iteration)
 			}
 			e.emit(Event{Event: EventRunSkipped, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration, TPS: ptr(r.TPS), NOPM: nopmPtr(r)})
 			prev = &steps[i]
@@ -198,16 +243,11 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		if e.beyond(st) {
 			continue
 		}
-		e.emit(Event{Event: EventRunStart, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
-		r, err := e.runStep(ctx, st, prev)
+		r, err := e.measureStep(ctx, steps, st, prev)
 		if err != nil {
-			return nil, wrapCtx(ctx, err)
-		}
-		if err := e.journal.Append(*r); err != nil {
-			return nil, err
+			return done, err
 		}
 		prev = &steps[i]
-		e.decide(st.Clients)
 		done++
 		// The ETA counts undecided adaptive cells at their maximum, so it
 		// only shortens as cells decide.
@@ -216,21 +256,41 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 		e.emit(Event{Event: EventRunDone, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration,
 			TPS: ptr(r.TPS), NOPM: nopmPtr(*r), Seconds: ptr(r.Seconds), ElapsedSeconds: ptr(elapsed), ETASeconds: ptr(elapsed / float64(done) * float64(remaining))})
 	}
+	return done, nil
+}
+
+// measureStep runs st, one of steps, after prev, records it in the
+// journal and decides its cell's length when it can.
+func (e *engine) measureStep(ctx context.Context, steps []Step, st Step, prev *Step) (*report.Run, error) {
+	e.emit(Event{Event: EventRunStart, Seq: st.Seq, Total: e.count(steps, false), Variant: st.Variant, Clients: st.Clients, Iteration: st.Iteration})
+	r, err := e.runStep(ctx, st, prev)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.journal.Append(*r); err != nil {
+		return nil, err
+	}
+	e.decide(st.Clients)
+	return r, nil
+}
+
+// finish ends a campaign that ran done steps: it checks TPC-C datasets,
+// stops the server, lets go of the host, and writes the reports.
+func (e *engine) finish(ctx context.Context, start time.Time, done int) (*report.Results, error) {
 	// A TPC-C campaign that ran anything checks its datasets afterwards:
 	// a driver or server that broke them broke the measurement too.
 	if e.cfg.tpcc() && done > 0 {
 		if err := e.finalChecks(ctx); err != nil {
-			return nil, wrapCtx(ctx, err)
+			return nil, err
 		}
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
-	err = e.stopRunning(stopCtx)
+	err := e.stopRunning(stopCtx)
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	e.releaseHost()
-
 	res, err := e.results(ctx, start)
 	if err != nil {
 		return nil, err

@@ -101,179 +101,232 @@ var variantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // without the host, and returns every fault it finds: *ValidationError
 // values, joined. CheckHost checks the rest on the host.
 func (c *Config) Validate() error {
-	var errs []error
-	add := func(p Path, title, format string, args ...any) {
-		errs = append(errs, invalid(p, title, format, args...))
+	var f faults
+	c.checkVariants(&f)
+	c.checkSettings(&f)
+	c.checkWorkload(&f)
+	c.checkClients(&f)
+	c.checkTiming(&f)
+	c.checkIterations(&f)
+	c.checkOrder(&f)
+	c.checkObserve(&f)
+	f = append(f, c.checkConnections()...)
+	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
+		f.add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
 	}
+	return errors.Join(f...)
+}
+
+// faults collects the *ValidationError values of a definition, in the
+// order its fields are checked.
+type faults []error
+
+func (f *faults) add(p Path, title, format string, args ...any) {
+	*f = append(*f, invalid(p, title, format, args...))
+}
+
+// checkVariants checks the variants: two or more, each with its own valid
+// name, a bin dir, a huge-pages setting and valid setting names.
+func (c *Config) checkVariants(f *faults) {
 	switch len(c.Variants) {
 	case 0:
-		add(at("variant"), "No Variants", "no variants: an A/B campaign needs two or more (the first is the baseline)")
+		f.add(at("variant"), "No Variants", "no variants: an A/B campaign needs two or more (the first is the baseline)")
 	case 1:
-		add(at("variant"), "Only One Variant", "only one variant (%s): an A/B campaign needs two or more (the first is the baseline)", c.Variants[0].Name)
+		f.add(at("variant"), "Only One Variant", "only one variant (%s): an A/B campaign needs two or more (the first is the baseline)", c.Variants[0].Name)
 	}
 	firstAt := map[string]int{}
 	for i, v := range c.Variants {
 		switch {
 		case !variantName.MatchString(v.Name):
-			add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", v.Name)
+			f.add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", v.Name)
 		case len(v.Name) > MaxVariantName:
-			add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q is %d characters long; the limit is %d (names become file names and report labels)", v.Name, len(v.Name), MaxVariantName)
+			f.add(variantAt(i, "name"), "Invalid Variant Name", "variant name %q is %d characters long; the limit is %d (names become file names and report labels)", v.Name, len(v.Name), MaxVariantName)
 		}
 		if j, dup := firstAt[v.Name]; dup {
-			add(variantAt(i, "name"), "Duplicate Variant Name", "variant name %q is used twice (variants %d and %d); give each variant its own name", v.Name, j, i)
+			f.add(variantAt(i, "name"), "Duplicate Variant Name", "variant name %q is used twice (variants %d and %d); give each variant its own name", v.Name, j, i)
 		} else {
 			firstAt[v.Name] = i
 		}
 		if v.BinDir == "" {
-			add(variantAt(i, "bin_dir"), "Missing Bin Dir", "variant %s: no bin dir", v.Name)
+			f.add(variantAt(i, "bin_dir"), "Missing Bin Dir", "variant %s: no bin dir", v.Name)
 		}
 		switch v.HugePages {
 		case "on", "off", "try":
 		default:
-			add(variantAt(i, "huge_pages"), "Invalid Huge Pages Setting", "variant %s: huge_pages=%q; want on, off or try", v.Name, v.HugePages)
+			f.add(variantAt(i, "huge_pages"), "Invalid Huge Pages Setting", "variant %s: huge_pages=%q; want on, off or try", v.Name, v.HugePages)
 		}
 		for _, k := range sortedKeys(v.Settings) {
 			p := variantAt(i, "settings")
 			p.Key = k
 			switch {
 			case k == "huge_pages":
-				add(p, "Huge Pages In Settings", "variant %s: set huge pages with the variant's huge_pages (on, off or try), not in its settings, so the runner can check the server really used them", v.Name)
+				f.add(p, "Huge Pages In Settings", "variant %s: set huge pages with the variant's huge_pages (on, off or try), not in its settings, so the runner can check the server really used them", v.Name)
 			case !pgctl.ValidSettingName(k):
-				add(p, "Invalid Setting Name", "variant %s: setting name %q is not valid", v.Name, k)
+				f.add(p, "Invalid Setting Name", "variant %s: setting name %q is not valid", v.Name, k)
 			}
 		}
 	}
+}
+
+// checkSettings checks the names of the settings all variants share.
+func (c *Config) checkSettings(f *faults) {
 	for _, k := range sortedKeys(c.Settings) {
 		p := at("set")
 		p.Key = k
 		switch {
 		case k == "huge_pages":
-			add(p, "Huge Pages In Settings", "huge_pages is per variant: set each variant's huge_pages (on, off or try) instead")
+			f.add(p, "Huge Pages In Settings", "huge_pages is per variant: set each variant's huge_pages (on, off or try) instead")
 		case !pgctl.ValidSettingName(k):
-			add(p, "Invalid Setting Name", "setting name %q is not valid", k)
+			f.add(p, "Invalid Setting Name", "setting name %q is not valid", k)
 		}
 	}
+}
+
+// checkWorkload checks what each run executes: the mode, and the fields
+// that only some modes read (warehouses, pgbench's options, the script,
+// the scale).
+func (c *Config) checkWorkload(f *faults) {
 	if _, err := pgbench.ParseMode(c.Mode); err != nil && !c.tpcc() {
-		add(at("mode"), "Unknown Workload Mode", "%v, or %s for TPC-C", err, ModeTPCC)
+		f.add(at("mode"), "Unknown Workload Mode", "%v, or %s for TPC-C", err, ModeTPCC)
 	}
 	switch {
 	case c.tpcc() && c.Warehouses < 1:
-		add(at("warehouses"), "Invalid Warehouses", "%d: %s %s needs a dataset of at least 1 warehouse (about 100 MB each)", c.Warehouses, ref("mode"), ModeTPCC)
+		f.add(at("warehouses"), "Invalid Warehouses", "%d: %s %s needs a dataset of at least 1 warehouse (about 100 MB each)", c.Warehouses, ref("mode"), ModeTPCC)
 	case !c.tpcc() && c.Warehouses != 0:
-		add(at("warehouses"), "Warehouses Without TPC-C", "only with %s %s; %s is %q", ref("mode"), ModeTPCC, ref("mode"), c.Mode)
+		f.add(at("warehouses"), "Warehouses Without TPC-C", "only with %s %s; %s is %q", ref("mode"), ModeTPCC, ref("mode"), c.Mode)
 	}
 	if c.tpcc() {
 		// pgbench's own options mean nothing to the TPC-C driver, which
 		// runs one connection per client with prepared calls and keeps no
 		// per-transaction log.
-		for _, f := range []struct {
+		for _, o := range []struct {
 			flag, value string
 		}{{"threads", c.Threads}, {"protocol", c.Protocol}, {"sampling-rate", c.SamplingRate}} {
-			if def := FieldByFlag(f.flag).Default; f.value != def {
-				add(at(f.flag), "Not A TPC-C Setting", "%q: %s applies to pgbench modes only; leave it at %s with %s %s", f.value, ref(f.flag), def, ref("mode"), ModeTPCC)
+			if def := FieldByFlag(o.flag).Default; o.value != def {
+				f.add(at(o.flag), "Not A TPC-C Setting", "%q: %s applies to pgbench modes only; leave it at %s with %s %s", o.value, ref(o.flag), def, ref("mode"), ModeTPCC)
 			}
 		}
 	}
 	switch {
 	case c.Mode == string(pgbench.ModeCustom) && c.Script == "":
-		add(at("script"), "Missing Script", "%s custom needs %s, the path of the pgbench script on the host", ref("mode"), ref("script"))
+		f.add(at("script"), "Missing Script", "%s custom needs %s, the path of the pgbench script on the host", ref("mode"), ref("script"))
 	case c.Mode != string(pgbench.ModeCustom) && c.Script != "":
-		add(at("script"), "Script Without Custom Mode", "only with %s custom; %s is %q", ref("mode"), ref("mode"), c.Mode)
+		f.add(at("script"), "Script Without Custom Mode", "only with %s custom; %s is %q", ref("mode"), ref("mode"), c.Mode)
 	}
 	if c.Scale < 1 && !c.tpcc() {
-		add(at("scale"), "Invalid Scale", "%d must be at least 1", c.Scale)
+		f.add(at("scale"), "Invalid Scale", "%d must be at least 1", c.Scale)
 	}
+}
+
+// checkClients checks the client counts: one or more, each positive and
+// given once.
+func (c *Config) checkClients(f *faults) {
 	if len(c.Clients) == 0 {
-		add(at("clients"), "No Client Counts", "no client counts: give one or more, e.g. 1,16,64")
+		f.add(at("clients"), "No Client Counts", "no client counts: give one or more, e.g. 1,16,64")
 	}
-	seenClients := map[int]bool{}
+	seen := map[int]bool{}
 	for i, n := range c.Clients {
 		p := at("clients")
 		p.Index = i
 		if n < 1 {
-			add(p, "Invalid Client Count", "client count %d must be at least 1", n)
+			f.add(p, "Invalid Client Count", "client count %d must be at least 1", n)
 		}
-		if seenClients[n] {
-			add(p, "Duplicate Client Count", "client count %d is given twice", n)
+		if seen[n] {
+			f.add(p, "Duplicate Client Count", "client count %d is given twice", n)
 		}
-		seenClients[n] = true
+		seen[n] = true
 	}
+}
+
+// checkTiming checks pgbench's threads and the length of a run and of its
+// warm-up.
+func (c *Config) checkTiming(f *faults) {
 	if c.Threads != "auto" {
 		if n, err := strconv.Atoi(c.Threads); err != nil || n < 1 {
-			add(at("threads"), "Invalid Threads", "%q, want a positive number or auto", c.Threads)
+			f.add(at("threads"), "Invalid Threads", "%q, want a positive number or auto", c.Threads)
 		}
 	}
 	switch {
 	case c.Duration <= 0:
-		add(at("duration"), "Invalid Duration", "%v must be positive", c.Duration)
+		f.add(at("duration"), "Invalid Duration", "%v must be positive", c.Duration)
 	case c.Duration%time.Second != 0:
-		add(at("duration"), "Invalid Duration", "%v: pgbench runs whole seconds", c.Duration)
+		f.add(at("duration"), "Invalid Duration", "%v: pgbench runs whole seconds", c.Duration)
 	}
 	if c.Warmup < 0 || c.Warmup%time.Second != 0 {
-		add(at("warmup"), "Invalid Duration", "%v: want zero or whole seconds", c.Warmup)
+		f.add(at("warmup"), "Invalid Duration", "%v: want zero or whole seconds", c.Warmup)
 	}
+}
+
+// checkIterations checks a fixed number of iterations, or the adaptive
+// rule's target and bounds.
+func (c *Config) checkIterations(f *faults) {
 	switch {
 	case !c.IterationsAuto && c.Iterations < 1:
-		add(at("iterations"), "Invalid Iterations", "%d must be at least 1 (or auto)", c.Iterations)
+		f.add(at("iterations"), "Invalid Iterations", "%d must be at least 1 (or auto)", c.Iterations)
 	case c.IterationsAuto:
 		if c.Order != OrderAlternate {
-			add(at("iterations"), "Adaptive Iterations Need The Alternating Order", "%s auto chooses each client count's length from its first pairs, which only %s %s makes: use %s %s, or a number of iterations", ref("iterations"), ref("order"), OrderAlternate, ref("order"), OrderAlternate)
+			f.add(at("iterations"), "Adaptive Iterations Need The Alternating Order", "%s auto chooses each client count's length from its first pairs, which only %s %s makes: use %s %s, or a number of iterations", ref("iterations"), ref("order"), OrderAlternate, ref("order"), OrderAlternate)
 		}
 		if !(c.TargetCIPct > 0 && c.TargetCIPct < 100) {
-			add(at("target-ci"), "Invalid Target Interval", "%v: want a half-width in percent, more than 0 and less than 100", c.TargetCIPct)
+			f.add(at("target-ci"), "Invalid Target Interval", "%v: want a half-width in percent, more than 0 and less than 100", c.TargetCIPct)
 		}
 		if c.MinIterations < report.MinPairs {
-			add(at("min-iterations"), "Invalid Iterations", "%d: the first stage needs at least %d pairs to estimate the spread", c.MinIterations, report.MinPairs)
+			f.add(at("min-iterations"), "Invalid Iterations", "%d: the first stage needs at least %d pairs to estimate the spread", c.MinIterations, report.MinPairs)
 		}
 		if c.MaxIterations < c.MinIterations {
-			add(at("max-iterations"), "Invalid Iterations", "%d is less than %s %d", c.MaxIterations, ref("min-iterations"), c.MinIterations)
+			f.add(at("max-iterations"), "Invalid Iterations", "%d is less than %s %d", c.MaxIterations, ref("min-iterations"), c.MinIterations)
 		}
 	}
+}
+
+// checkOrder checks how the runs are made: the protocol, the restarts, the
+// order of the variants and its seed, and the NUMA pinning.
+func (c *Config) checkOrder(f *faults) {
 	if _, err := pgbench.ParseProtocol(c.Protocol); err != nil {
-		add(at("protocol"), "Invalid Protocol", "%v", err)
+		f.add(at("protocol"), "Invalid Protocol", "%v", err)
 	}
 	switch c.Restart {
 	case RestartNever, RestartCell, RestartRun:
 	default:
-		add(at("restart"), "Invalid Restart", "%q, want never, cell or run", c.Restart)
+		f.add(at("restart"), "Invalid Restart", "%q, want never, cell or run", c.Restart)
 	}
 	switch c.Order {
 	case OrderAlternate, OrderRandomized:
 	default:
-		add(at("order"), "Invalid Order", "%q, want alternate or randomized", c.Order)
+		f.add(at("order"), "Invalid Order", "%q, want alternate or randomized", c.Order)
 	}
 	if c.SeedSet && c.Order != OrderRandomized {
-		add(at("seed"), "Seed Without Randomized Order", "%s only applies to %s randomized", ref("seed"), ref("order"))
+		f.add(at("seed"), "Seed Without Randomized Order", "%s only applies to %s randomized", ref("seed"), ref("order"))
 	}
 	if _, err := ParseNUMA(c.ServerNUMA); err != nil {
-		add(at("server-numa"), "Invalid NUMA Pinning", "%v", err)
+		f.add(at("server-numa"), "Invalid NUMA Pinning", "%v", err)
 	}
 	if _, err := ParseNUMA(c.ClientNUMA); err != nil {
-		add(at("client-numa"), "Invalid NUMA Pinning", "%v", err)
+		f.add(at("client-numa"), "Invalid NUMA Pinning", "%v", err)
 	}
+}
+
+// checkObserve checks what a run records beside its rate: the latency
+// log's sampling, the wait-event sampling and the profiles.
+func (c *Config) checkObserve(f *faults) {
 	if c.SamplingRate != "auto" {
 		// NaN fails the comparison too.
 		if r, err := strconv.ParseFloat(c.SamplingRate, 64); err != nil || !(r > 0 && r <= 1) {
-			add(at("sampling-rate"), "Invalid Sampling Rate", "%q, want a fraction in (0, 1] or auto", c.SamplingRate)
+			f.add(at("sampling-rate"), "Invalid Sampling Rate", "%q, want a fraction in (0, 1] or auto", c.SamplingRate)
 		}
 	}
 	if w := c.WaitSampleInterval; w != 0 && (w < MinWaitSampleInterval || w > time.Minute) {
-		add(at("wait-sample-interval"), "Invalid Wait Sample Interval", "%s: want 0 (never) or from %s to 1m; sampling faster than that costs throughput", w, MinWaitSampleInterval)
+		f.add(at("wait-sample-interval"), "Invalid Wait Sample Interval", "%s: want 0 (never) or from %s to 1m; sampling faster than that costs throughput", w, MinWaitSampleInterval)
 	}
 	switch c.profileMode() {
 	case ProfileNone:
 	case ProfileOnePerCell, ProfileEveryRun:
 		if c.ProfileFrequency < 1 || c.ProfileFrequency > MaxProfileFrequency {
-			add(at("profile-frequency"), "Invalid Profile Frequency", "%d samples per second: want 1 to %d", c.ProfileFrequency, MaxProfileFrequency)
+			f.add(at("profile-frequency"), "Invalid Profile Frequency", "%d samples per second: want 1 to %d", c.ProfileFrequency, MaxProfileFrequency)
 		}
 	default:
-		add(at("profile"), "Invalid Profile Mode", "%q, want none, one-per-cell or every-run", c.Profile)
+		f.add(at("profile"), "Invalid Profile Mode", "%q, want none, one-per-cell or every-run", c.Profile)
 	}
-	errs = append(errs, c.checkConnections()...)
-	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
-		add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)
-	}
-	return errors.Join(errs...)
 }
 
 // runnerConnections is how many connections the runner opens beside the
