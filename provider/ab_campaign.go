@@ -265,30 +265,39 @@ func (r *configReader) iterations(c *campaign.Config, w *abWorkloadModel, wp pat
 // abValidate adds a diagnostic for each fault campaign.Validate finds in c,
 // at its attribute, leaving out those about values not known yet.
 func abValidate(c *campaign.Config, u abUnknowns, d *diag.Diagnostics) {
-	for _, ve := range campaign.ValidationErrors(c.Validate()) {
-		p := abAttrPath(ve.Path)
+	addValidationErrors(c.Validate(), campaign.FieldByFlag, u, d)
+}
+
+// addValidationErrors adds a diagnostic for each *campaign.ValidationError
+// err holds, at its attribute (field looks its flag up:
+// campaign.FieldByFlag, bisect.FieldByFlag), leaving out those about
+// values not known yet, its own or the ones its check read.
+func addValidationErrors(err error, field func(flag string) campaign.Field, u abUnknowns, d *diag.Diagnostics) {
+	attr := func(p campaign.Path) path.Path { return fieldAttrPath(p, field) }
+	for _, ve := range campaign.ValidationErrors(err) {
+		p := attr(ve.Path)
 		skip := u.covers(p)
 		for _, f := range ve.Uses {
-			skip = skip || u.covers(abAttrPath(campaign.Path{Flag: f, Index: -1}))
+			skip = skip || u.covers(attr(campaign.Path{Flag: f, Index: -1}))
 		}
 		if skip {
 			continue
 		}
-		detail := ve.Text(func(p campaign.Path) string { return abAttrPath(p).String() }) + "."
+		text := ve.Text(func(p campaign.Path) string { return attr(p).String() })
 		if len(p.Steps()) == 0 {
-			d.AddError(ve.Title, detail)
+			d.AddError(ve.Title, upperFirst(text)+".")
 			continue
 		}
-		d.AddAttributeError(p, ve.Title, detail)
+		d.AddAttributeError(p, ve.Title, text+".")
 	}
 }
 
-// abAttrPath is the attribute of a field of the definition: the field's
-// attribute from campaign.Fields, then the list element, the variant's part
-// and the settings key. A field Terraform does not expose has the empty
-// path.
-func abAttrPath(p campaign.Path) path.Path {
-	attr := campaign.FieldByFlag(p.Flag).Attribute
+// fieldAttrPath is the attribute of a field of the definition: the field's
+// attribute (field looks its flag up), then the list element, the
+// variant's part and the settings key. A field Terraform does not expose
+// has the empty path.
+func fieldAttrPath(p campaign.Path, field func(flag string) campaign.Field) path.Path {
+	attr := field(p.Flag).Attribute
 	if attr == "" {
 		return path.Empty()
 	}

@@ -69,18 +69,7 @@ func bisectConfig(ctx context.Context, m *perfBisectModel) (*bisect.Config, abUn
 // yet: the bisect's own, then the campaign's as pgbench_ab_benchmark
 // reports them.
 func bisectValidate(c *bisect.Config, u abUnknowns, d *diag.Diagnostics) {
-	for _, fe := range bisect.FieldErrors(c.Validate()) {
-		p := attrPath(bisect.FieldByFlag(fe.Flag).Attribute)
-		if u.covers(p) || (fe.Title == "Nothing To Bisect" && (u.covers(path.Root("good")) || u.covers(path.Root("bad")))) {
-			continue
-		}
-		if len(p.Steps()) == 0 {
-			d.AddError(fe.Title, upperFirst(fe.Msg)+".")
-			continue
-		}
-		d.AddAttributeError(p, fe.Title, p.String()+": "+fe.Msg+".")
-	}
-	abValidate(c.StepCampaign(), u, d)
+	addValidationErrors(c.Validate(), bisect.FieldByFlag, u, d)
 }
 
 // bisectDoc is the MarkdownDescription of a bisect argument, from the

@@ -118,10 +118,10 @@ func sameBisect(old, cur journalHeader, path string) error {
 		if slices.Equal(old.Definition, cur.Definition) {
 			what = "the campaign of each step differs (workload, settings, iterations, order)"
 		}
-		return fieldError("out", "Bisect Directory In Use", "%s holds the journal of another bisect (%s); use another --out, or --fresh to start over", path, what)
+		return invalid("out", "Bisect Directory In Use", "%s holds the journal of another bisect (%s); use another --out, or --fresh to start over", path, what)
 	}
 	if old.Good != cur.Good || old.Bad != cur.Bad {
-		return fieldError("out", "Refs Moved", "%s holds this bisect for good %s and bad %s, but the refs now name %s and %s; use --fresh to bisect the new range",
+		return invalid("out", "Refs Moved", "%s holds this bisect for good %s and bad %s, but the refs now name %s and %s; use --fresh to bisect the new range",
 			path, old.Good, old.Bad, cur.Good, cur.Bad)
 	}
 	return nil

@@ -137,7 +137,7 @@ func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journa
 			return nil, err
 		}
 		if field := differingField(h.Definition, def); field != "" {
-			return nil, invalid(at("out"), "Campaign Directory In Use",
+			return nil, Invalid(at("out"), "Campaign Directory In Use",
 				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
 		}
 		j.StartedAt, j.Runs, j.HugePages = h.StartedAt, runs, hp
