@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -33,4 +34,13 @@ func listStrings(ctx context.Context, l types.List) []string {
 	}
 	l.ElementsAs(ctx, &out, false)
 	return out
+}
+
+// upperFirst is s with its first letter in upper case: a message that
+// starts a sentence.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

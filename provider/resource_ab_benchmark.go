@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -38,15 +37,6 @@ import (
 
 var _ resource.ResourceWithValidateConfig = (*abBenchmarkResource)(nil)
 var _ resource.ResourceWithConfigure = (*abBenchmarkResource)(nil)
-
-// abConnAttr names the connection argument. Terraform reserves the root
-// name "connection" (provisioner connection blocks), and the framework
-// refuses a schema that uses it.
-const abConnAttr = "host_connection"
-
-// abStopGrace is how long a cancelled campaign gets to stop its servers
-// cleanly before it is killed.
-const abStopGrace = 2 * time.Minute
 
 // NewABBenchmarkResource returns the pgbench_ab_benchmark resource.
 func NewABBenchmarkResource() resource.Resource { return &abBenchmarkResource{} }
@@ -84,19 +74,18 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Campaign key: a hash of the campaign's definition.",
 				PlanModifiers:       keep,
 			},
-			abConnAttr: connectionInputAttribute(),
+			// Terraform reserves the root name "connection" (provisioner
+			// connection blocks), and the framework refuses a schema that uses it.
+			"host_connection": connectionInputAttribute(),
 			"settings": schema.MapAttribute{
 				ElementType:         types.StringType,
 				Optional:            true,
 				MarkdownDescription: "postgresql.conf settings shared by all variants, e.g. `{ shared_buffers = \"1GB\" }`. A variant's own settings win.",
 				PlanModifiers:       rm,
 			},
-			"server_numa": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("server_numa")},
-			"client_numa": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("client_numa")},
-			"order":       schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("order")},
 			"seed": schema.Int64Attribute{Optional: true, PlanModifiers: ri,
-				MarkdownDescription: abDoc("seed", "Derived when unset, so that applying the same configuration again resumes the same order.")},
-			"alpha": schema.Float64Attribute{Optional: true, MarkdownDescription: abDoc("alpha",
+				MarkdownDescription: campaignDoc("seed", "Derived when unset, so that applying the same configuration again resumes the same order.")},
+			"alpha": schema.Float64Attribute{Optional: true, MarkdownDescription: campaignDoc("alpha",
 				"Changing it recomputes the verdicts from the host's journal (`pgbench-runner compare`) without measuring again.")},
 			"results":          abResultsAttribute(),
 			"summary_markdown": schema.StringAttribute{Computed: true, MarkdownDescription: "The campaign's summary.md: a Markdown table ready for a mailing-list post, with the host, the settings and the command to reproduce."},
@@ -151,59 +140,36 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 				NestedObject: schema.NestedBlockObject{
 					Attributes: map[string]schema.Attribute{
-						"name":    schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: abDoc("variant.name")},
-						"bin_dir": schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: abDoc("variant.bin_dir")},
+						"name":    schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: campaignDoc("variant.name")},
+						"bin_dir": schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: campaignDoc("variant.bin_dir")},
 						"settings": schema.MapAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: rm,
 							MarkdownDescription: "postgresql.conf settings of this variant only, on top of the shared `settings`; values may hold any character."},
-						"huge_pages": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("variant.huge_pages")},
+						"huge_pages": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: campaignDoc("variant.huge_pages")},
 					},
 				},
 			},
-			"workload": schema.SingleNestedBlock{
-				MarkdownDescription: "What each run executes (required).",
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes: map[string]schema.Attribute{
-					"mode":   schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.mode")},
-					"script": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.script")},
-					"scale":  schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.scale")},
-					"warehouses": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.warehouses",
-						"A dataset already loaded in the campaign's data directory with another size, or by another version of the driver, is an error, not reloaded.")},
-					"clients": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
-						PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
-						MarkdownDescription: "Client counts, e.g. `[1, 16, 64]` (required)."},
-					"duration": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.duration")},
-					"iterations": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.iterations",
-						"A number (`iterations = 10`) or `\"auto\"`.")},
-					"target_ci_pct": schema.Float64Attribute{Optional: true, MarkdownDescription: abDoc("workload.target_ci_pct"),
-						PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()}},
-					"min_iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.min_iterations")},
-					"max_iterations": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("workload.max_iterations")},
-					"threads":        schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.threads")},
-					"protocol":       schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.protocol")},
-					"warmup":         schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.warmup")},
-					"checkpoint_before": schema.BoolAttribute{Optional: true, MarkdownDescription: abDoc("workload.checkpoint_before"),
-						PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()}},
-					"restart": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("workload.restart")},
-				},
-			},
+			"workload": campaignWorkloadBlock(),
 			"observe": schema.SingleNestedBlock{
 				MarkdownDescription: "What each measured run records beside its TPS, to explain a difference: counters (on by default), " +
 					"wait events, the client's CPU use (a client-bound run is flagged and warned about) and, on request, perf profiles of the server " +
 					"with a differential flame graph per comparison (collected into `local_dir` under `profiles/`).",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
-					"counters": schema.BoolAttribute{Optional: true, MarkdownDescription: abDoc("observe.counters"),
+					"counters": schema.BoolAttribute{Optional: true, MarkdownDescription: campaignDoc("observe.counters"),
 						PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()}},
-					"wait_sample_interval": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("observe.wait_sample_interval",
+					"wait_sample_interval": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: campaignDoc("observe.wait_sample_interval",
 						"A duration: `100ms`, `1s`, or `0s`.")},
-					"profile": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("observe.profile",
+					"profile": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: campaignDoc("observe.profile",
 						"perf must be installed on the host (`packages = [\"linux-perf\"]` on `pgbench_host`, or `pgbench-runner bootstrap --tools perf`); "+
 							"a `pgbench_postgres_build` with `profiling = true` gives complete call stacks cheaply (frame pointers).")},
-					"profile_frequency": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("observe.profile_frequency")},
+					"profile_frequency": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: campaignDoc("observe.profile_frequency")},
 				},
 			},
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 		},
+	}
+	for k, v := range campaignPinningAttributes() {
+		resp.Schema.Attributes[k] = v
 	}
 }
 
@@ -240,7 +206,7 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 		}
 		known := true
 		for _, f := range []string{"iterations", "clients", "order", "alpha", "variant"} {
-			known = known && !unknown.covers(abAttrPath(campaign.Path{Flag: f, Index: -1}))
+			known = known && !unknown.covers(fieldAttrPath(campaign.Path{Flag: f, Index: -1}, campaign.FieldByFlag))
 		}
 		if known {
 			if msg := c.DesignWarning(); msg != "" {
@@ -293,12 +259,12 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	defer plog.Close()
 	tflog.Info(ctx, "starting A/B campaign", map[string]any{"report_dir": dir, "local_report_dir": local, "command": strings.Join(full, " ")})
 	plog.line("campaign " + key + " on " + ex.String() + " in " + dir)
-	prog := &abProgress{ctx: ctx, log: plog}
+	prog := &campaignProgress{ctx: ctx, log: plog}
 	var doc json.RawMessage
 	// On cancel the runner stops pgbench and the server and keeps its
 	// journal; a server killed mid-shutdown would keep its huge pages.
 	rc := conn.runner(ex)
-	rc.OnEvent, rc.OnStderr, rc.KillGrace = prog.event, prog.line, abStopGrace
+	rc.OnEvent, rc.OnStderr, rc.KillGrace = prog.event, prog.line, campaignStopGrace
 	err = rc.Run(ctx, &doc, full...)
 	for _, w := range prog.warnings {
 		resp.Diagnostics.AddWarning("Campaign Warning", w)
@@ -529,33 +495,27 @@ func (m *abBenchmarkModel) variants(ctx context.Context) ([]abVariantModel, diag
 }
 
 type abBenchmarkModel struct {
-	ID                types.String     `tfsdk:"id"`
-	Connection        types.Object     `tfsdk:"host_connection"`
-	Variants          types.List       `tfsdk:"variant"`
-	Settings          types.Map        `tfsdk:"settings"`
-	Workload          *abWorkloadModel `tfsdk:"workload"`
-	Observe           *abObserveModel  `tfsdk:"observe"`
-	ServerNUMA        types.String     `tfsdk:"server_numa"`
-	ClientNUMA        types.String     `tfsdk:"client_numa"`
-	Order             types.String     `tfsdk:"order"`
-	Seed              types.Int64      `tfsdk:"seed"`
-	Alpha             types.Float64    `tfsdk:"alpha"`
-	Results           types.List       `tfsdk:"results"`
-	SummaryMarkdown   types.String     `tfsdk:"summary_markdown"`
-	ReportDir         types.String     `tfsdk:"report_dir"`
-	LocalDir          types.String     `tfsdk:"local_dir"`
-	KeepOnHost        types.Bool       `tfsdk:"keep_on_host"`
-	LocalReportDir    types.String     `tfsdk:"local_report_dir"`
-	LocalFiles        types.Map        `tfsdk:"local_files"`
-	StartedAt         types.String     `tfsdk:"started_at"`
-	FinishedAt        types.String     `tfsdk:"finished_at"`
-	WallSeconds       types.Float64    `tfsdk:"wall_seconds"`
-	HourlyPriceUSD    types.Float64    `tfsdk:"hourly_price_usd"`
-	CostUSD           types.Float64    `tfsdk:"cost_usd"`
-	Sysinfo           types.String     `tfsdk:"sysinfo"`
-	HugePagesObserved types.Map        `tfsdk:"huge_pages_observed"`
-	Warnings          types.List       `tfsdk:"warnings"`
-	Timeouts          timeouts.Value   `tfsdk:"timeouts"`
+	ID         types.String `tfsdk:"id"`
+	Connection types.Object `tfsdk:"host_connection"`
+	Variants   types.List   `tfsdk:"variant"`
+	campaignModel
+	Observe           *abObserveModel `tfsdk:"observe"`
+	Results           types.List      `tfsdk:"results"`
+	SummaryMarkdown   types.String    `tfsdk:"summary_markdown"`
+	ReportDir         types.String    `tfsdk:"report_dir"`
+	LocalDir          types.String    `tfsdk:"local_dir"`
+	KeepOnHost        types.Bool      `tfsdk:"keep_on_host"`
+	LocalReportDir    types.String    `tfsdk:"local_report_dir"`
+	LocalFiles        types.Map       `tfsdk:"local_files"`
+	StartedAt         types.String    `tfsdk:"started_at"`
+	FinishedAt        types.String    `tfsdk:"finished_at"`
+	WallSeconds       types.Float64   `tfsdk:"wall_seconds"`
+	HourlyPriceUSD    types.Float64   `tfsdk:"hourly_price_usd"`
+	CostUSD           types.Float64   `tfsdk:"cost_usd"`
+	Sysinfo           types.String    `tfsdk:"sysinfo"`
+	HugePagesObserved types.Map       `tfsdk:"huge_pages_observed"`
+	Warnings          types.List      `tfsdk:"warnings"`
+	Timeouts          timeouts.Value  `tfsdk:"timeouts"`
 }
 
 // abVariantAttrTypes are the attribute types of a variant block.
@@ -578,22 +538,4 @@ type abObserveModel struct {
 	WaitSampleInterval types.String `tfsdk:"wait_sample_interval"`
 	Profile            types.String `tfsdk:"profile"`
 	ProfileFrequency   types.Int64  `tfsdk:"profile_frequency"`
-}
-
-type abWorkloadModel struct {
-	Mode             types.String  `tfsdk:"mode"`
-	Script           types.String  `tfsdk:"script"`
-	Scale            types.Int64   `tfsdk:"scale"`
-	Warehouses       types.Int64   `tfsdk:"warehouses"`
-	Clients          types.List    `tfsdk:"clients"`
-	Duration         types.String  `tfsdk:"duration"`
-	Iterations       types.String  `tfsdk:"iterations"`
-	TargetCIPct      types.Float64 `tfsdk:"target_ci_pct"`
-	MinIterations    types.Int64   `tfsdk:"min_iterations"`
-	MaxIterations    types.Int64   `tfsdk:"max_iterations"`
-	Threads          types.String  `tfsdk:"threads"`
-	Protocol         types.String  `tfsdk:"protocol"`
-	Warmup           types.String  `tfsdk:"warmup"`
-	CheckpointBefore types.Bool    `tfsdk:"checkpoint_before"`
-	Restart          types.String  `tfsdk:"restart"`
 }

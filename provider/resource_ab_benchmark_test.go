@@ -401,15 +401,17 @@ func abTestModel(t *testing.T, order string, seed *int64) *abBenchmarkModel {
 	clients, _ := types.ListValueFrom(ctx, types.Int64Type, []int64{1, 16})
 	m := &abBenchmarkModel{
 		Variants: vl,
-		Settings: mustMap(t, map[string]string{"max_connections": "200", "fsync": "off"}),
-		Workload: &abWorkloadModel{
-			Mode: types.StringValue("tpcb"), Script: types.StringNull(), Scale: types.Int64Value(5), Clients: clients,
-			Duration: types.StringValue("3s"), Iterations: types.StringValue("2"), Threads: types.StringNull(),
-			Protocol: types.StringNull(), Warmup: types.StringValue("1s"), CheckpointBefore: types.BoolValue(true),
-			Restart: types.StringNull(),
+		campaignModel: campaignModel{
+			Settings: mustMap(t, map[string]string{"max_connections": "200", "fsync": "off"}),
+			Workload: &campaignWorkloadModel{
+				Mode: types.StringValue("tpcb"), Script: types.StringNull(), Scale: types.Int64Value(5), Clients: clients,
+				Duration: types.StringValue("3s"), Iterations: types.StringValue("2"), Threads: types.StringNull(),
+				Protocol: types.StringNull(), Warmup: types.StringValue("1s"), CheckpointBefore: types.BoolValue(true),
+				Restart: types.StringNull(),
+			},
+			ServerNUMA: types.StringValue("cpunodebind=0"), ClientNUMA: types.StringNull(),
+			Order: types.StringNull(), Seed: types.Int64Null(), Alpha: types.Float64Value(0.01),
 		},
-		ServerNUMA: types.StringValue("cpunodebind=0"), ClientNUMA: types.StringNull(),
-		Order: types.StringNull(), Seed: types.Int64Null(), Alpha: types.Float64Value(0.01),
 	}
 	if order != "" {
 		m.Order = types.StringValue(order)
@@ -632,7 +634,7 @@ func TestABBenchmarkResults(t *testing.T) {
 func TestABBenchmarkProgress(t *testing.T) {
 	var buf bytes.Buffer
 	ctx := tflogtest.RootLogger(context.Background(), &buf)
-	p := &abProgress{ctx: ctx}
+	p := &campaignProgress{ctx: ctx}
 	// A stand-in runner prints the progress lines on stderr, as the real
 	// one does with --progress-json, and the runner client decodes them.
 	runner := filepath.Join(t.TempDir(), "pgbench-runner")

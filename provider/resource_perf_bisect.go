@@ -58,14 +58,10 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 	rl := []planmodifier.List{listplanmodifier.RequiresReplace()}
 	rb := []planmodifier.Bool{boolplanmodifier.RequiresReplace()}
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	// The workload block is pgbench_ab_benchmark's: the same campaign runs
-	// at every step.
-	var ab resource.SchemaResponse
-	(&abBenchmarkResource{}).Schema(ctx, resource.SchemaRequest{}, &ab)
 	attrs := map[string]schema.Attribute{
 		"id": schema.StringAttribute{Computed: true, PlanModifiers: keep,
 			MarkdownDescription: "Bisect key: a hash of the bisect's definition."},
-		abConnAttr: connectionInputAttribute(),
+		"host_connection": connectionInputAttribute(),
 		"git_url": schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: bisectDoc("git_url",
 			"The host mirrors it (a full clone, kept under `git_cache`), so it must reach it.")},
 		"good":        schema.StringAttribute{Required: true, PlanModifiers: rs, MarkdownDescription: bisectDoc("good")},
@@ -99,12 +95,14 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 			MarkdownDescription: "Directory on the host of the repository mirrors. Default `" + bisect.DefaultGitCache + "`."},
 		"settings": schema.MapAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 			MarkdownDescription: "postgresql.conf settings of every server, e.g. `{ shared_buffers = \"1GB\" }`."},
-		"server_numa": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("server_numa")},
-		"client_numa": schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("client_numa")},
-		"order":       schema.StringAttribute{Optional: true, PlanModifiers: rs, MarkdownDescription: abDoc("order")},
-		"seed":        schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: abDoc("seed")},
+		"seed": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: campaignDoc("seed")},
 		"alpha": schema.Float64Attribute{Optional: true, PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()},
-			MarkdownDescription: abDoc("alpha", "It decides every step, so changing it starts a new bisect.")},
+			MarkdownDescription: campaignDoc("alpha", "It decides every step, so changing it starts a new bisect.")},
+	}
+	// The campaign of every step is read from the campaign blocks
+	// pgbench_ab_benchmark has too.
+	for k, v := range campaignPinningAttributes() {
+		attrs[k] = v
 	}
 	for k, v := range bisectResultAttributes() {
 		attrs[k] = v
@@ -119,7 +117,7 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"(unless `keep_builds`), and moves its reports aside on the host.",
 		Attributes: attrs,
 		Blocks: map[string]schema.Block{
-			"workload": ab.Schema.Blocks["workload"],
+			"workload": campaignWorkloadBlock(),
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 		},
 	}
@@ -200,10 +198,10 @@ func (r *perfBisectResource) Create(ctx context.Context, req resource.CreateRequ
 	// interrupted Create leaves nothing in state, so the next apply runs
 	// the same command in the same directory and the runner resumes from
 	// its journal.
-	prog := &abProgress{ctx: ctx}
+	prog := &campaignProgress{ctx: ctx}
 	rc := conn.runner(ex)
 	rc.OnEvent = func(e campaign.Event) { bisectEvent(prog, e) }
-	rc.OnStderr, rc.KillGrace = prog.line, abStopGrace
+	rc.OnStderr, rc.KillGrace = prog.line, campaignStopGrace
 	var doc json.RawMessage
 	err := rc.Run(ctx, &doc, args...)
 	for _, w := range prog.warnings {
@@ -245,8 +243,8 @@ func (r *perfBisectResource) Create(ctx context.Context, req resource.CreateRequ
 }
 
 // bisectEvent logs a bisect's steps at INFO and passes the campaigns'
-// events to abProgress.
-func bisectEvent(p *abProgress, e campaign.Event) {
+// events to campaignProgress.
+func bisectEvent(p *campaignProgress, e campaign.Event) {
 	if e.Event == bisect.EventStepStart || e.Event == bisect.EventStepDone {
 		fields := map[string]any{"step": e.Seq, "steps": e.Total}
 		if e.ETASeconds != nil {
@@ -326,31 +324,25 @@ func (r *perfBisectResource) Delete(ctx context.Context, req resource.DeleteRequ
 }
 
 type perfBisectModel struct {
-	ID             types.String     `tfsdk:"id"`
-	Connection     types.Object     `tfsdk:"host_connection"`
-	GitURL         types.String     `tfsdk:"git_url"`
-	Good           types.String     `tfsdk:"good"`
-	Bad            types.String     `tfsdk:"bad"`
-	Direction      types.String     `tfsdk:"direction"`
-	StepRounds     types.Int64      `tfsdk:"step_rounds"`
-	Patches        types.List       `tfsdk:"patches"`
-	ConfigureFlags types.List       `tfsdk:"configure_flags"`
-	CFlags         types.String     `tfsdk:"cflags"`
-	Profiling      types.Bool       `tfsdk:"profiling"`
-	Jobs           types.Int64      `tfsdk:"jobs"`
-	InstallDeps    types.Bool       `tfsdk:"install_deps"`
-	CCache         types.Bool       `tfsdk:"ccache"`
-	CCacheDir      types.String     `tfsdk:"ccache_dir"`
-	BuildRoot      types.String     `tfsdk:"build_root"`
-	KeepBuilds     types.Bool       `tfsdk:"keep_builds"`
-	GitCache       types.String     `tfsdk:"git_cache"`
-	Settings       types.Map        `tfsdk:"settings"`
-	Workload       *abWorkloadModel `tfsdk:"workload"`
-	ServerNUMA     types.String     `tfsdk:"server_numa"`
-	ClientNUMA     types.String     `tfsdk:"client_numa"`
-	Order          types.String     `tfsdk:"order"`
-	Seed           types.Int64      `tfsdk:"seed"`
-	Alpha          types.Float64    `tfsdk:"alpha"`
+	ID             types.String `tfsdk:"id"`
+	Connection     types.Object `tfsdk:"host_connection"`
+	GitURL         types.String `tfsdk:"git_url"`
+	Good           types.String `tfsdk:"good"`
+	Bad            types.String `tfsdk:"bad"`
+	Direction      types.String `tfsdk:"direction"`
+	StepRounds     types.Int64  `tfsdk:"step_rounds"`
+	Patches        types.List   `tfsdk:"patches"`
+	ConfigureFlags types.List   `tfsdk:"configure_flags"`
+	CFlags         types.String `tfsdk:"cflags"`
+	Profiling      types.Bool   `tfsdk:"profiling"`
+	Jobs           types.Int64  `tfsdk:"jobs"`
+	InstallDeps    types.Bool   `tfsdk:"install_deps"`
+	CCache         types.Bool   `tfsdk:"ccache"`
+	CCacheDir      types.String `tfsdk:"ccache_dir"`
+	BuildRoot      types.String `tfsdk:"build_root"`
+	KeepBuilds     types.Bool   `tfsdk:"keep_builds"`
+	GitCache       types.String `tfsdk:"git_cache"`
+	campaignModel
 
 	Outcome          types.String  `tfsdk:"outcome"`
 	Answer           types.String  `tfsdk:"answer"`

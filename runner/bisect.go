@@ -104,7 +104,7 @@ func (c bisectCmd) Run(ctx context.Context, args []string) error {
 	var me *pgbuild.MissingToolsError
 	switch {
 	case err == nil:
-	case bisect.IsValidation(err):
+	case campaign.IsValidation(err):
 		err = usagef("%v", err)
 	case (errors.As(err, &ue) || errors.As(err, &me)) && ctx.Err() == nil:
 		err = unmet(err)

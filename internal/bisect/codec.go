@@ -72,8 +72,8 @@ func (f *Flags) Decode() error {
 	}
 	for _, name := range []string{"variant", "variant-set"} {
 		if f.fs.Changed(name) {
-			errs = append(errs, &FieldError{Flag: name, Title: "Variants Of A Bisect",
-				Msg: "a bisect makes its own variants (the commit under test, good and bad): give --git, --good and --bad instead"})
+			errs = append(errs, invalid(name, "Variants Of A Bisect",
+				"a bisect makes its own variants (the commit under test, good and bad): give --git, --good and --bad instead"))
 		}
 	}
 	f.build.Finish()

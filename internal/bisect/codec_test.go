@@ -125,7 +125,7 @@ func TestValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v, want it to contain %q", err, tt.want)
 			}
-			if !IsValidation(err) {
+			if !campaign.IsValidation(err) {
 				t.Errorf("IsValidation(%v) = false", err)
 			}
 		})
@@ -137,8 +137,8 @@ func TestValidate(t *testing.T) {
 
 func TestDecodeRefusesVariants(t *testing.T) {
 	_, err := Decode([]string{"--variant", "name=a,bin=/x"})
-	fe := FieldErrors(err)
-	if len(fe) != 1 || fe[0].Flag != "variant" || !strings.Contains(fe[0].Msg, "makes its own variants") {
+	fe := campaign.ValidationErrors(err)
+	if len(fe) != 1 || fe[0].Path.Flag != "variant" || !strings.Contains(fe[0].Error(), "makes its own variants") {
 		t.Errorf("Decode with --variant = %v, want a field error on variant", err)
 	}
 	if c := DefaultConfig(); c.Direction != DirectionRegression || c.StepRounds != 3 || c.Build.CCacheDir == "" || c.Campaign.Mode != "select-only" {

@@ -32,7 +32,7 @@ type bisector struct {
 	emit    func(campaign.Event)
 	out     string
 	mirror  *mirror
-	journal *journal
+	journal *journalState
 	search  *search
 	// commits are the positions of the range: good, the commits between,
 	// bad.

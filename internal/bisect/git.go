@@ -99,14 +99,14 @@ func openMirror(ctx context.Context, cache, url string, phase func(string, ...an
 }
 
 // resolve is the commit ref names in the mirror; a ref that names no
-// commit is a *FieldError on flag.
+// commit is a *campaign.ValidationError on flag.
 func (m *mirror) resolve(ctx context.Context, flag, ref string) (string, error) {
 	out, err := runGit(ctx, m.dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", err
 		}
-		return "", fieldError(flag, "Unknown Ref", "%q names no commit of the repository (a branch, tag or commit hash is expected)", ref)
+		return "", invalid(flag, "Unknown Ref", "%q names no commit of the repository (a branch, tag or commit hash is expected)", ref)
 	}
 	return out, nil
 }
@@ -171,7 +171,7 @@ func parseCommit(line string) (Commit, error) {
 }
 
 // resolveRange resolves good and bad in the mirror and lists the commits
-// between them. Every way the refs give nothing to bisect is a *FieldError
+// between them. Every way the refs give nothing to bisect is a *campaign.ValidationError
 // found here, before anything is built: a ref that names no commit, good
 // not an ancestor of bad, and a range of one commit (bad's parent is good:
 // bad is the only suspect, and an A/B campaign of the two answers the
@@ -189,7 +189,7 @@ func (m *mirror) resolveRange(ctx context.Context, goodRef, badRef string) (good
 		return good, bad, nil, errors.Join(errs...)
 	}
 	if gh == bh {
-		return good, bad, nil, fieldError("bad", "Nothing To Bisect", "good (%s) and bad (%s) are the same commit %s", goodRef, badRef, gh)
+		return good, bad, nil, invalid("bad", "Nothing To Bisect", "good (%s) and bad (%s) are the same commit %s", goodRef, badRef, gh)
 	}
 	ok, err := m.isAncestor(ctx, gh, bh)
 	if err != nil {
@@ -200,7 +200,7 @@ func (m *mirror) resolveRange(ctx context.Context, goodRef, badRef string) (good
 		if back, err := m.isAncestor(ctx, bh, gh); err == nil && back {
 			hint = ": it is the other way round, swap good and bad"
 		}
-		return good, bad, nil, fieldError("good", "Good Is Not An Ancestor Of Bad", "%s (%s) is not an ancestor of bad %s (%s)%s", goodRef, gh[:10], badRef, bh[:10], hint)
+		return good, bad, nil, invalid("good", "Good Is Not An Ancestor Of Bad", "%s (%s) is not an ancestor of bad %s (%s)%s", goodRef, gh[:10], badRef, bh[:10], hint)
 	}
 	cs, err := m.commits(ctx, gh, bh)
 	if err != nil {
@@ -210,7 +210,7 @@ func (m *mirror) resolveRange(ctx context.Context, goodRef, badRef string) (good
 		return good, bad, nil, fmt.Errorf("git log %s..%s did not end with bad", gh, bh)
 	}
 	if len(cs) == 1 {
-		return good, bad, nil, fieldError("bad", "Nothing To Bisect", "the range %s..%s holds one commit, %s %q: it is the only suspect; measure it against its parent with pgbench-runner ab instead",
+		return good, bad, nil, invalid("bad", "Nothing To Bisect", "the range %s..%s holds one commit, %s %q: it is the only suspect; measure it against its parent with pgbench-runner ab instead",
 			goodRef, badRef, cs[0].Hash[:10], cs[0].Subject)
 	}
 	if good, err = m.commit(ctx, gh); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/bisect/bisecttest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 )
 
 // smallRepo is bisecttest.Small with tags c1..cn and a side branch off c2.
@@ -64,8 +65,8 @@ func TestResolveRange(t *testing.T) {
 	}
 	for _, tt := range bad1 {
 		_, _, _, err := m.resolveRange(ctx, tt.good, tt.bad)
-		fe := FieldErrors(err)
-		if len(fe) == 0 || fe[0].Flag != tt.flag || !strings.Contains(fe[0].Msg, tt.want) {
+		fe := campaign.ValidationErrors(err)
+		if len(fe) == 0 || fe[0].Path.Flag != tt.flag || !strings.Contains(fe[0].Error(), tt.want) {
 			t.Errorf("resolveRange(%s, %s) = %v, want a field error on %s containing %q", tt.good, tt.bad, err, tt.flag, tt.want)
 		}
 	}

@@ -2,12 +2,11 @@ package bisect
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/journal"
 )
 
 // The journal (bisect.jsonl) holds a header naming the bisect and its
@@ -39,69 +38,50 @@ type journalLine struct {
 	Step      *Step          `json:"step,omitempty"`
 }
 
-type journal struct {
-	f         *os.File
+// journalFormat is how the journal's lines hold its header.
+var journalFormat = journal.Format[journalHeader, journalLine]{
+	Header: func(l journalLine) *journalHeader { return l.Header },
+	Line:   func(h *journalHeader) journalLine { return journalLine{Header: h} },
+}
+
+// journalState is an open journal and what it holds: the finished builds
+// by commit, the endpoints' outcome and the decided steps.
+type journalState struct {
+	file      *journal.File[journalHeader, journalLine]
 	startedAt time.Time
 	builds    map[string]Build
 	endpoints *Endpoints
 	steps     []Step
 }
 
+func newJournalState() *journalState { return &journalState{builds: map[string]Build{}} }
+
 // openJournal opens (or starts) the journal in dir for h. A journal of
 // another bisect, or of the same one whose refs now name other commits, is
 // refused unless fresh, which moves it aside.
-func openJournal(dir string, h journalHeader, fresh bool) (*journal, error) {
+func openJournal(dir string, h journalHeader, fresh bool) (*journalState, error) {
 	path := filepath.Join(dir, JournalFile)
-	j := &journal{builds: map[string]Build{}}
-	b, err := atomicfile.ReadJSONLines(path, fresh, h.StartedAt)
+	j := newJournalState()
+	check := func(old journalHeader) error { return sameBisect(old, h, path) }
+	f, err := journal.Open(path, journalFormat, h, fresh, h.StartedAt, check, j.replay)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 0 {
-		old, err := j.replay(b, path)
-		if err != nil {
-			return nil, err
-		}
-		if err := sameBisect(*old, h, path); err != nil {
-			return nil, err
-		}
-		j.startedAt = old.StartedAt
-	}
-	if j.f, err = atomicfile.OpenJSONLines(path, len(b)); err != nil {
-		return nil, err
-	}
-	if len(b) == 0 {
-		j.startedAt = h.StartedAt
-		if err := j.append(journalLine{Header: &h}); err != nil {
-			j.f.Close()
-			return nil, err
-		}
-	}
+	j.file, j.startedAt = f, f.Header.StartedAt
 	return j, nil
 }
 
-// replay reads the lines of a journal into j and returns its header.
-func (j *journal) replay(b []byte, path string) (*journalHeader, error) {
-	var h *journalHeader
-	err := atomicfile.EachJSONLine(b, path, func(l journalLine) {
-		switch {
-		case l.Header != nil:
-			h = l.Header
-		case l.Build != nil:
-			j.builds[l.Build.Commit] = l.Build.Build
-		case l.Endpoints != nil:
-			j.endpoints = l.Endpoints
-		case l.Step != nil:
-			j.steps = append(j.steps, *l.Step)
-		}
-	})
-	if err != nil {
-		return nil, err
+// replay takes a line of an existing journal: a build, the endpoints or a
+// step.
+func (j *journalState) replay(l journalLine) {
+	switch {
+	case l.Build != nil:
+		j.builds[l.Build.Commit] = l.Build.Build
+	case l.Endpoints != nil:
+		j.endpoints = l.Endpoints
+	case l.Step != nil:
+		j.steps = append(j.steps, *l.Step)
 	}
-	if h == nil {
-		return nil, fmt.Errorf("journal %s has no header line", path)
-	}
-	return h, nil
 }
 
 // sameBisect refuses to resume the journal of old as the bisect cur.
@@ -118,10 +98,10 @@ func sameBisect(old, cur journalHeader, path string) error {
 		if slices.Equal(old.Definition, cur.Definition) {
 			what = "the campaign of each step differs (workload, settings, iterations, order)"
 		}
-		return fieldError("out", "Bisect Directory In Use", "%s holds the journal of another bisect (%s); use another --out, or --fresh to start over", path, what)
+		return invalid("out", "Bisect Directory In Use", "%s holds the journal of another bisect (%s); use another --out, or --fresh to start over", path, what)
 	}
 	if old.Good != cur.Good || old.Bad != cur.Bad {
-		return fieldError("out", "Refs Moved", "%s holds this bisect for good %s and bad %s, but the refs now name %s and %s; use --fresh to bisect the new range",
+		return invalid("out", "Refs Moved", "%s holds this bisect for good %s and bad %s, but the refs now name %s and %s; use --fresh to bisect the new range",
 			path, old.Good, old.Bad, cur.Good, cur.Bad)
 	}
 	return nil
@@ -134,23 +114,16 @@ func at(s []string, i int) string {
 	return ""
 }
 
-func (j *journal) append(l journalLine) error { return atomicfile.AppendJSONLine(j.f, l) }
+func (j *journalState) append(l journalLine) error { return j.file.Append(l) }
 
-func (j *journal) close() error { return j.f.Close() }
+func (j *journalState) close() error { return j.file.Close() }
 
 // ReadBuilds returns the builds recorded in the journal of the bisect in
 // dir, by commit; none when there is no journal.
 func ReadBuilds(dir string) (map[string]Build, error) {
-	path := filepath.Join(dir, JournalFile)
-	b, err := atomicfile.ReadJSONLines(path, false, time.Time{})
-	if err != nil {
+	j := newJournalState()
+	if _, _, err := journal.Read(filepath.Join(dir, JournalFile), journalFormat, j.replay); err != nil {
 		return nil, err
-	}
-	j := &journal{builds: map[string]Build{}}
-	if len(b) > 0 {
-		if _, err := j.replay(b, path); err != nil {
-			return nil, err
-		}
 	}
 	return j.builds, nil
 }

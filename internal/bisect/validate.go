@@ -2,40 +2,18 @@ package bisect
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
-// FieldError is a bisect setting that cannot run, or refs that give
-// nothing to bisect. Flag names the field by its runner flag, so the runner
-// can name the flag and the provider the attribute.
-type FieldError struct {
-	Flag string
-	// Title names the fault in a few words, Title Case, for a diagnostic.
-	Title string
-	// Msg says what is wrong and what to do, without the field's name.
-	Msg string
+// invalid is the *campaign.ValidationError at the bisect's field flag:
+// one of its settings that cannot run, or refs that give nothing to
+// bisect. The runner names the flag, the provider the attribute.
+func invalid(flag, title, format string, args ...any) *campaign.ValidationError {
+	return campaign.Invalid(campaign.Path{Flag: flag, Index: -1}, title, format, args...)
 }
-
-func (e *FieldError) Error() string { return "--" + e.Flag + ": " + e.Msg }
-
-func fieldError(flag, title, format string, args ...any) *FieldError {
-	return &FieldError{Flag: flag, Title: title, Msg: fmt.Sprintf(format, args...)}
-}
-
-// IsValidation reports whether err is or holds a bisect *FieldError or a
-// campaign *ValidationError: a definition that cannot run, not a failure.
-func IsValidation(err error) bool {
-	var fe *FieldError
-	return errors.As(err, &fe) || campaign.IsValidation(err)
-}
-
-// FieldErrors lists the *FieldError values err holds, when it is one or
-// joins several.
-func FieldErrors(err error) []*FieldError { return campaign.ErrorsOf[*FieldError](err) }
 
 // Variant names of the campaigns a bisect runs.
 const (
@@ -45,12 +23,15 @@ const (
 )
 
 // Validate checks everything about the definition that can be checked
-// without the host and returns every fault it finds, joined: the bisect's
-// own (*FieldError) and the campaign's (*campaign.ValidationError).
+// without the host and returns every fault it finds, joined
+// *campaign.ValidationError values: the bisect's own, then those of the
+// campaign of its steps.
 func (c *Config) Validate() error {
 	var errs []error
-	add := func(flag, title, format string, args ...any) {
-		errs = append(errs, fieldError(flag, title, format, args...))
+	add := func(flag, title, format string, args ...any) *campaign.ValidationError {
+		e := invalid(flag, title, format, args...)
+		errs = append(errs, e)
+		return e
 	}
 	if c.GitURL == "" {
 		add("git", "Missing Repository", "the git repository to bisect is required: a URL, or a path on the host")
@@ -64,7 +45,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Good != "" && c.Good == c.Bad {
-		add("bad", "Nothing To Bisect", "good and bad are both %q: give bad a later commit than good", c.Bad)
+		e := add("bad", "Nothing To Bisect", "good and bad are both %q: give bad a later commit than good", c.Bad)
+		e.Uses = append(e.Uses, "good")
 	}
 	switch c.Direction {
 	case DirectionRegression, DirectionImprovement:

@@ -93,7 +93,7 @@ func (f *Flags) Decode() error {
 	for i, s := range f.variants {
 		v, err := parseVariant(s)
 		if err != nil {
-			errs = append(errs, invalid(variantAt(i, ""), "Invalid Variant", "%v", err))
+			errs = append(errs, Invalid(variantAt(i, ""), "Invalid Variant", "%v", err))
 			continue
 		}
 		if _, dup := index[v.Name]; !dup {
@@ -107,9 +107,9 @@ func (f *Flags) Decode() error {
 		i, known := index[name]
 		switch {
 		case !ok || k == "":
-			errs = append(errs, invalid(at("variant-set"), "Invalid Variant Setting", "%s %q: want NAME:KEY=VALUE, e.g. stock:work_mem=64MB", ref("variant-set"), s))
+			errs = append(errs, Invalid(at("variant-set"), "Invalid Variant Setting", "%s %q: want NAME:KEY=VALUE, e.g. stock:work_mem=64MB", ref("variant-set"), s))
 		case !known:
-			errs = append(errs, invalid(at("variant-set"), "Invalid Variant Setting", "%s %q: no %s is named %q", ref("variant-set"), s, ref("variant"), name))
+			errs = append(errs, Invalid(at("variant-set"), "Invalid Variant Setting", "%s %q: no %s is named %q", ref("variant-set"), s, ref("variant"), name))
 		default:
 			c.Variants[i].Settings[k] = val
 		}
@@ -118,21 +118,21 @@ func (f *Flags) Decode() error {
 	for _, s := range f.sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			errs = append(errs, invalid(at("set"), "Invalid Setting", "%s %q: want KEY=VALUE, e.g. shared_buffers=1GB", ref("set"), s))
+			errs = append(errs, Invalid(at("set"), "Invalid Setting", "%s %q: want KEY=VALUE, e.g. shared_buffers=1GB", ref("set"), s))
 			continue
 		}
 		c.Settings[k] = v
 	}
 	cl, err := parseClients(f.clients)
 	if err != nil {
-		errs = append(errs, invalid(at("clients"), "Invalid Client Count", "%v", err))
+		errs = append(errs, Invalid(at("clients"), "Invalid Client Count", "%v", err))
 	}
 	c.Clients = cl
 	c.Seed, c.SeedSet = f.seed, f.fs.Changed("seed")
 	if !c.IterationsAuto {
 		for _, flag := range []string{"target-ci", "min-iterations", "max-iterations"} {
 			if f.fs.Changed(flag) {
-				errs = append(errs, invalid(at(flag), "Adaptive Setting Without Adaptive Iterations", "%s applies only with %s auto; %s is %d", ref(flag), ref("iterations"), ref("iterations"), c.Iterations))
+				errs = append(errs, Invalid(at(flag), "Adaptive Setting Without Adaptive Iterations", "%s applies only with %s auto; %s is %d", ref(flag), ref("iterations"), ref("iterations"), c.Iterations))
 			}
 		}
 		c.TargetCIPct, c.MinIterations, c.MaxIterations = 0, 0, 0

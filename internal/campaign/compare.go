@@ -83,14 +83,14 @@ func summarize(def Definition, variants []report.Variant, runs []report.Run, alp
 // version. With write, results.json and every report are written again.
 func Recompute(dir string, alpha float64, write bool) (*report.Results, error) {
 	path := filepath.Join(dir, JournalFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	h, byseq, hp, err := parseJournal(b, path)
+	h, j, err := readJournal(dir)
 	if err != nil {
 		return nil, err
 	}
+	if h == nil {
+		return nil, fmt.Errorf("read journal: %s is missing or empty", path)
+	}
+	byseq, hp := j.Runs, j.HugePages
 	if len(byseq) == 0 {
 		return nil, fmt.Errorf("journal %s has no finished runs", path)
 	}
@@ -121,11 +121,7 @@ func Recompute(dir string, alpha float64, write bool) (*report.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	reps, err := parseReplacements(b, path)
-	if err != nil {
-		return nil, err
-	}
-	reportReplacements(res, reps)
+	reportReplacements(res, j.Replaced)
 	res.StartedAt = h.StartedAt
 	res.FinishedAt, res.WallSeconds = prev.FinishedAt, prev.WallSeconds
 	if res.FinishedAt.IsZero() {

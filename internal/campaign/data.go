@@ -307,13 +307,9 @@ func RemoveData(ctx context.Context, outDir, dataDir string) ([]string, error) {
 		defer release()
 	}
 	var names []string
-	if b, err := os.ReadFile(filepath.Join(outDir, JournalFile)); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		var l journalLine
-		if json.Unmarshal([]byte(line), &l) == nil && l.Header != nil {
-			for _, v := range l.Header.Definition.Variants {
-				names = append(names, v.Name)
-			}
+	if h, ok := readHeader(outDir); ok {
+		for _, v := range h.Definition.Variants {
+			names = append(names, v.Name)
 		}
 	}
 	if names == nil {

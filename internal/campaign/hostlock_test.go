@@ -2,7 +2,6 @@ package campaign
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,16 +15,11 @@ import (
 // journal to the end of its last.
 func measuredSpan(t *testing.T, out string) (first, last time.Time, runs int) {
 	t.Helper()
-	path := filepath.Join(out, JournalFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	h, j, err := readJournal(out)
+	if err != nil || h == nil {
+		t.Fatalf("readJournal(%s) = %v, %v", out, h, err)
 	}
-	_, rs, _, err := parseJournal(b, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rs {
+	for _, r := range j.Runs {
 		end := runEnd(r)
 		if first.IsZero() || r.StartedAt.Before(first) {
 			first = r.StartedAt
@@ -34,7 +28,7 @@ func measuredSpan(t *testing.T, out string) (first, last time.Time, runs int) {
 			last = end
 		}
 	}
-	return first, last, len(rs)
+	return first, last, len(j.Runs)
 }
 
 func runEnd(r report.Run) time.Time {

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/journal"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -114,10 +113,16 @@ type journalHeader struct {
 	StartedAt  time.Time  `json:"started_at"`
 }
 
+// journalFormat is how the journal's lines hold its header.
+var journalFormat = journal.Format[journalHeader, journalLine]{
+	Header: func(l journalLine) *journalHeader { return l.Header },
+	Line:   func(h *journalHeader) journalLine { return journalLine{Header: h} },
+}
+
 // Journal appends finished runs to OUT/journal.jsonl, each synced to disk
 // before the next run starts, so a crash loses at most the run in flight.
 type Journal struct {
-	f         *os.File
+	file      *journal.File[journalHeader, journalLine]
 	StartedAt time.Time
 	Runs      map[int]report.Run
 	// HugePages is the last observed huge-page use per variant.
@@ -126,67 +131,60 @@ type Journal struct {
 	Replaced []report.Replacement
 }
 
+func newJournal() *Journal {
+	return &Journal{Runs: map[int]report.Run{}, HugePages: map[string]string{}}
+}
+
 // openJournal opens (or creates) the journal for def. An existing journal
 // for a different definition is refused, naming the first field that
 // differs, unless fresh is set, in which case it is moved aside.
 func openJournal(dir string, def Definition, fresh bool, now time.Time) (*Journal, error) {
 	path := filepath.Join(dir, JournalFile)
-	j := &Journal{Runs: map[int]report.Run{}, HugePages: map[string]string{}}
-	b, err := atomicfile.ReadJSONLines(path, fresh, now)
+	j := newJournal()
+	check := func(old journalHeader) error {
+		if field := differingField(old.Definition, def); field != "" {
+			return Invalid(at("out"), "Campaign Directory In Use",
+				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
+		}
+		return nil
+	}
+	f, err := journal.Open(path, journalFormat, journalHeader{Definition: def, StartedAt: now}, fresh, now, check, j.replay)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > 0 {
-		h, runs, hp, err := parseJournal(b, path)
-		if err != nil {
-			return nil, err
-		}
-		if field := differingField(h.Definition, def); field != "" {
-			return nil, invalid(at("out"), "Campaign Directory In Use",
-				"%s holds the journal of a different campaign (%s); use another %s, or %s to start over", path, field, ref("out"), ref("fresh"))
-		}
-		j.StartedAt, j.Runs, j.HugePages = h.StartedAt, runs, hp
-		if j.Replaced, err = parseReplacements(b, path); err != nil {
-			return nil, err
-		}
-	}
-	if j.f, err = atomicfile.OpenJSONLines(path, len(b)); err != nil {
-		return nil, err
-	}
-	if len(b) == 0 {
-		j.StartedAt = now
-		if err := j.append(journalLine{Header: &journalHeader{Definition: def, StartedAt: now}}); err != nil {
-			j.f.Close()
-			return nil, err
-		}
-	}
+	j.file, j.StartedAt = f, f.Header.StartedAt
 	return j, nil
 }
 
-// parseJournal reads the lines of a journal: its header, its runs by
-// sequence number and the last observed huge-page use per variant. A
-// journal without a header is an error.
-func parseJournal(b []byte, path string) (*journalHeader, map[int]report.Run, map[string]string, error) {
-	var h *journalHeader
-	runs := map[int]report.Run{}
-	hp := map[string]string{}
-	err := atomicfile.EachJSONLine(b, path, func(l journalLine) {
-		switch {
-		case l.Header != nil:
-			h = l.Header
-		case l.Run != nil:
-			runs[l.Run.Seq] = *l.Run
-		case l.HugePages != nil:
-			hp[l.HugePages.Variant] = l.HugePages.Observed
-		}
-	})
-	if err != nil {
-		return nil, nil, nil, err
+// readJournal reads the journal in dir without opening it for appending:
+// its header, and its runs and observed huge pages in a Journal that only
+// reads. The header is nil when there is no journal.
+func readJournal(dir string) (*journalHeader, *Journal, error) {
+	j := newJournal()
+	h, ok, err := journal.Read(filepath.Join(dir, JournalFile), journalFormat, j.replay)
+	if err != nil || !ok {
+		return nil, nil, err
 	}
-	if h == nil {
-		return nil, nil, nil, fmt.Errorf("journal %s has no header line", path)
+	j.StartedAt = h.StartedAt
+	return &h, j, nil
+}
+
+// readHeader returns the header of the journal in dir, if it has one.
+func readHeader(dir string) (journalHeader, bool) {
+	return journal.ReadHeader(filepath.Join(dir, JournalFile), journalFormat)
+}
+
+// replay takes a line of an existing journal: a run, by its sequence
+// number, or a variant's observed huge-page use.
+func (j *Journal) replay(l journalLine) {
+	switch {
+	case l.Run != nil:
+		j.Runs[l.Run.Seq] = *l.Run
+	case l.HugePages != nil:
+		j.HugePages[l.HugePages.Variant] = l.HugePages.Observed
+	case l.Replaced != nil:
+		j.Replaced = append(j.Replaced, *l.Replaced)
 	}
-	return h, runs, hp, nil
 }
 
 // differingField compares two definitions field by field through their
@@ -241,7 +239,7 @@ func (j *Journal) Append(r report.Run) error {
 	return nil
 }
 
-func (j *Journal) append(l journalLine) error { return atomicfile.AppendJSONLine(j.f, l) }
+func (j *Journal) append(l journalLine) error { return j.file.Append(l) }
 
 // RecordHugePages records a variant's observed huge-page use when it changed.
 func (j *Journal) RecordHugePages(variant, observed string) error {
@@ -256,19 +254,14 @@ func (j *Journal) RecordHugePages(variant, observed string) error {
 }
 
 // Close closes the journal file.
-func (j *Journal) Close() error { return j.f.Close() }
+func (j *Journal) Close() error { return j.file.Close() }
 
 // readSeed returns the seed recorded in an existing journal, if any, so a
 // randomized campaign resumed without --seed keeps its order.
 func readSeed(dir string) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, JournalFile))
-	if err != nil {
+	h, ok := readHeader(dir)
+	if !ok || h.Definition.Order != OrderRandomized {
 		return 0, false
 	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	var l journalLine
-	if json.Unmarshal(line, &l) != nil || l.Header == nil || l.Header.Definition.Order != OrderRandomized {
-		return 0, false
-	}
-	return l.Header.Definition.Seed, true
+	return h.Definition.Seed, true
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
 
@@ -167,17 +166,6 @@ func (e *engine) recordReplacement(st Step, reason string, failed *report.Run) e
 	}
 	e.journal.Replaced = append(e.journal.Replaced, rep)
 	return nil
-}
-
-// parseReplacements reads the replacements a journal recorded.
-func parseReplacements(b []byte, path string) ([]report.Replacement, error) {
-	var out []report.Replacement
-	err := atomicfile.EachJSONLine(b, path, func(l journalLine) {
-		if l.Replaced != nil {
-			out = append(out, *l.Replaced)
-		}
-	})
-	return out, err
 }
 
 // reportReplacements puts the replaced pairs into the results, with one

@@ -40,20 +40,25 @@ func variantAt(i int, part string) Path { return Path{Flag: "variant", Index: i,
 // it as its flag, the provider as its attribute.
 type ref string
 
-// ValidationError is a campaign definition that cannot run.
+// ValidationError is a definition that cannot run: a campaign's, or a
+// bisect's (internal/bisect makes its own with Invalid, on its own flags).
 type ValidationError struct {
 	Path Path
 	// Title names the fault in a few words, Title Case ("Invalid Client
 	// Count"), for a diagnostic's summary.
 	Title string
 	// Uses are the other fields (by flag) the check read: an error about
-	// script may be due to mode.
+	// script may be due to mode. A reader that does not know one of them
+	// yet (Terraform at plan time) leaves the error for later.
 	Uses   []string
 	format string
 	args   []any
 }
 
-func invalid(p Path, title, format string, args ...any) *ValidationError {
+// Invalid is the *ValidationError at p: title for a summary, and a message
+// from format and args, which says what is wrong and what to do without
+// naming the field at fault (Text puts its name in front).
+func Invalid(p Path, title, format string, args ...any) *ValidationError {
 	e := &ValidationError{Path: p, Title: title, format: format, args: args}
 	for _, a := range args {
 		if r, ok := a.(ref); ok && string(r) != p.Flag && !slices.Contains(e.Uses, string(r)) {
@@ -64,7 +69,8 @@ func invalid(p Path, title, format string, args ...any) *ValidationError {
 }
 
 // Text renders the error with name giving each field's name: the field at
-// fault, which leads the message, and the fields it refers to.
+// fault, which leads the message, and the fields it refers to. A field
+// without a name (one a reader does not show) leaves the message alone.
 func (e *ValidationError) Text(name func(Path) string) string {
 	args := make([]any, len(e.args))
 	for i, a := range e.args {
@@ -78,7 +84,10 @@ func (e *ValidationError) Text(name func(Path) string) string {
 	if strings.HasPrefix(e.format, "%s") && len(e.args) > 0 && e.args[0] == ref(e.Path.Flag) {
 		return msg
 	}
-	return name(e.Path) + ": " + msg
+	if n := name(e.Path); n != "" {
+		return n + ": " + msg
+	}
+	return msg
 }
 
 func (e *ValidationError) Error() string {
@@ -122,7 +131,7 @@ func (c *Config) Validate() error {
 type faults []error
 
 func (f *faults) add(p Path, title, format string, args ...any) {
-	*f = append(*f, invalid(p, title, format, args...))
+	*f = append(*f, Invalid(p, title, format, args...))
 }
 
 // checkVariants checks the variants: two or more, each with its own valid
@@ -356,11 +365,11 @@ func (c *Config) checkConnections() []error {
 		p.Key = "max_connections"
 		n, err := strconv.Atoi(strings.TrimSpace(val))
 		if err != nil {
-			errs = append(errs, invalid(p, "Invalid max_connections", "variant %s: max_connections = %q is not a number", v.Name, val))
+			errs = append(errs, Invalid(p, "Invalid max_connections", "variant %s: max_connections = %q is not a number", v.Name, val))
 			continue
 		}
 		if need := maxClients + runnerConnections; n < need {
-			errs = append(errs, invalid(p, "max_connections Too Low",
+			errs = append(errs, Invalid(p, "max_connections Too Low",
 				"variant %s: max_connections = %d cannot take %d clients and the runner's %d own connections: raise max_connections to at least %d",
 				v.Name, n, maxClients, runnerConnections, need))
 		}
@@ -381,16 +390,16 @@ const (
 func (c *Config) CheckHost() error {
 	var errs []error
 	if c.OutDir == "" {
-		errs = append(errs, invalid(at("out"), "Missing Campaign Directory", "%s is required", ref("out")))
+		errs = append(errs, Invalid(at("out"), "Missing Campaign Directory", "%s is required", ref("out")))
 	}
 	for i, v := range c.Variants {
 		if err := pgctl.CheckBinDir(v.BinDir); err != nil {
-			errs = append(errs, invalid(variantAt(i, "bin_dir"), "Incomplete Bin Dir", "variant %s: %v", v.Name, err))
+			errs = append(errs, Invalid(variantAt(i, "bin_dir"), "Incomplete Bin Dir", "variant %s: %v", v.Name, err))
 		}
 	}
 	if c.Script != "" {
 		if _, err := os.Stat(c.Script); err != nil {
-			errs = append(errs, invalid(at("script"), "Missing Script", "%v", err))
+			errs = append(errs, Invalid(at("script"), "Missing Script", "%v", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -135,6 +135,24 @@ func TestValidationErrorText(t *testing.T) {
 	if !reflect.DeepEqual(other, want) {
 		t.Errorf("messages = %q, want %q", other, want)
 	}
+	// A reader that does not show the field at fault gets the message
+	// alone; the fields it refers to keep their names.
+	e := Invalid(at("sampling-rate"), "Not A TPC-C Setting", "%q: leave it with %s %s", "0.5", ref("mode"), ModeTPCC)
+	hidden := func(p Path) string {
+		if p.Flag == "sampling-rate" {
+			return ""
+		}
+		return strings.ToUpper(p.Flag)
+	}
+	if got, want := e.Text(hidden), `"0.5": leave it with MODE tpcc`; got != want {
+		t.Errorf("Text without the field's name = %q, want %q", got, want)
+	}
+	if got, want := e.Error(), `--sampling-rate: "0.5": leave it with --mode tpcc`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if !reflect.DeepEqual(e.Uses, []string{"mode"}) {
+		t.Errorf("Uses = %q, want [mode]", e.Uses)
+	}
 }
 
 func TestValidateSamplingRate(t *testing.T) {
