@@ -1,7 +1,7 @@
 // Package bisecttest gives the bisect tests real git repositories: the
-// PostgreSQL 15.18 source tarball committed with a handful of commits on
-// top, exactly one of which slows down every query, and a tiny repository
-// for the range logic. It is used by tests only.
+// PostgreSQL 15.18 source tarball (pgbuildtest.Tarball) committed with a
+// handful of commits on top, exactly one of which slows down every query,
+// and a tiny repository for the range logic. It is used by tests only.
 package bisecttest
 
 import (
@@ -13,26 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
-
-// DefaultTarball is where .ci/fetch-postgres-source.sh leaves the source;
-// PGBENCH_TEST_PG_TARBALL overrides it.
-const DefaultTarball = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
-
-// CacheEnv overrides DefaultCache.
-const CacheEnv = "PGBENCH_TEST_BISECT_CACHE"
-
-// DefaultCache holds the builds and the ccache of the bisect tests. The
-// commits of Repo have the same hashes on every run, so the builds of one
-// test serve the next (the runner's and the provider's bisect the same
-// commits): on a fresh machine the first test builds, the others reuse.
-// .ci/run empties it, so CI always builds for real once.
-const DefaultCache = "/var/cache/pgbench-test/bisect"
-
-// ConfigureFlags are the configure flags of every test build: no
-// readline, no ICU, which keeps the build dependencies and time down.
-var ConfigureFlags = []string{"--without-readline", "--without-icu"}
 
 // Commit is one commit of a test repository.
 type Commit struct {
@@ -86,38 +69,14 @@ var edits = []edit{
 		"*		int2vectorrecv			- converts the external binary format to int2vector"},
 }
 
-// Tarball is the PostgreSQL source tarball; it skips (or fails, see
-// testhost.Skip) when it is missing.
-func Tarball(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("PGBENCH_TEST_PG_TARBALL")
-	if p == "" {
-		p = DefaultTarball
-	}
-	if _, err := os.Stat(p); err != nil {
-		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", p, err)
-	}
-	return p
-}
-
-// Cache is the shared directory of the test builds and ccache, made
-// reachable by the PostgreSQL user.
+// Cache is the shared directory of the test builds and their ccache
+// (pgbuildtest.Cache). The commits of Repo have the same hashes on every
+// run, so the builds of one test serve the next (the runner's and the
+// provider's bisect the same commits): on a fresh machine the first test
+// builds, the others reuse.
 func Cache(t testing.TB) (builds, ccache string) {
 	t.Helper()
-	dir := os.Getenv(CacheEnv)
-	if dir == "" {
-		dir = DefaultCache
-	}
-	builds, ccache = filepath.Join(dir, "builds"), filepath.Join(dir, "ccache")
-	for _, d := range []string{dir, builds, ccache} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatalf("make %s: %v", d, err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return builds, ccache
+	return pgbuildtest.Cache(t)
 }
 
 // git runs git in dir with a fixed author, committer and date, so the same
@@ -152,7 +111,7 @@ var base = time.Date(2025, 2, 20, 12, 0, 0, 0, time.UTC)
 // then the edits.
 func PostgreSQL(t testing.TB) *Repo {
 	t.Helper()
-	tb := Tarball(t)
+	tb := pgbuildtest.Tarball(t)
 	testhost.RequireCommand(t, "git")
 	testhost.RequireCommand(t, "tar")
 	testhost.RequireCommand(t, "bzip2")
