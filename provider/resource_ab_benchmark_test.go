@@ -258,6 +258,7 @@ func TestABBenchmarkValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tfresource.UnitTest(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []tfresource.TestStep{{

@@ -76,6 +76,7 @@ func TestPerfBisectValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tfresource.UnitTest(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []tfresource.TestStep{{
