@@ -24,7 +24,9 @@ import (
 func buildRunner(t *testing.T, version string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pgbench-runner")
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags", "-X main.version="+version, "../../runner")
+	// -trimpath and CGO_ENABLED=0 as make runner builds it: the compiled
+	// packages come from the build cache that build filled.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "-ldflags", "-X main.version="+version, "../../runner")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build runner: %v\n%s", err, b)
