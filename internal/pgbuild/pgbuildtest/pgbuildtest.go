@@ -72,12 +72,20 @@ func RequireTools(t testing.TB) {
 // reachable by the PostgreSQL user (the servers of a build run as it).
 func Cache(t testing.TB) (builds, ccache string) {
 	t.Helper()
+	return CacheDir(t, "builds"), CacheDir(t, "ccache")
+}
+
+// CacheDir is the directory name in the shared cache, for what else the
+// test builds share (the bisect tests' repository), made reachable by the
+// PostgreSQL user.
+func CacheDir(t testing.TB, name string) string {
+	t.Helper()
 	dir := os.Getenv(CacheEnv)
 	if dir == "" {
 		dir = DefaultCache
 	}
-	builds, ccache = filepath.Join(dir, "builds"), filepath.Join(dir, "ccache")
-	for _, d := range []string{filepath.Dir(dir), dir, builds, ccache} {
+	sub := filepath.Join(dir, name)
+	for _, d := range []string{filepath.Dir(dir), dir, sub} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatalf("make %s: %v", d, err)
 		}
@@ -85,7 +93,7 @@ func Cache(t testing.TB) (builds, ccache string) {
 			t.Fatal(err)
 		}
 	}
-	return builds, ccache
+	return sub
 }
 
 // Options are the options of a test build of the tarball with patches
