@@ -28,7 +28,7 @@ func TestAccEC2ExampleInstanceMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	testhost.LockKernel(t)
 	sim := ec2TestRegion(t)
 	testhost.SaveSysctl(t, "kernel.numa_balancing")
@@ -46,7 +46,7 @@ func TestAccEC2ExampleInstanceMatrix(t *testing.T) {
 	types := []string{"m6i.metal", "r8i.metal-96xl"}
 	vars, _ := json.Marshal(map[string]any{
 		"aws_endpoint": sim.URL, "aws_servicequotas_endpoint": sim.URL, "instance_types": types, "ssh_cidrs": []string{"10.200.0.0/16"},
-		"install_dir": abTempDir(t), "poll_interval": "100ms", "system_bin_dir": abPGBin,
+		"install_dir": reachableTempDir(t), "poll_interval": "100ms", "system_bin_dir": systemPGBin,
 		"shared_buffers": "32MB", "scale": 1, "clients": []int{2}, "duration": "1s", "warmup": "1s", "iterations": 3,
 	})
 	for name, b := range map[string][]byte{"main.tf": src, "terraform.tfvars.json": vars} {

@@ -20,7 +20,7 @@ import (
 // builds turned down (the installed PostgreSQL for both variants), so the
 // example is known to work; destroy terminates the instance.
 func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	testhost.LockKernel(t)
 	sim := ec2TestRegion(t)
 	testhost.SaveSysctl(t, "vm.nr_hugepages")
@@ -33,9 +33,9 @@ func TestAccEC2ExampleNumaClockSweep(t *testing.T) {
 		"aws_endpoint":               config.StringVariable(sim.URL),
 		"aws_servicequotas_endpoint": config.StringVariable(sim.URL),
 		"ssh_cidrs":                  config.ListVariable(config.StringVariable("10.200.0.0/16")),
-		"install_dir":                config.StringVariable(abTempDir(t)),
+		"install_dir":                config.StringVariable(reachableTempDir(t)),
 		"poll_interval":              config.StringVariable("100ms"),
-		"system_bin_dir":             config.StringVariable(abPGBin),
+		"system_bin_dir":             config.StringVariable(systemPGBin),
 		"hugepages":                  config.IntegerVariable(48),
 		"shared_buffers":             config.StringVariable("32MB"),
 		"scale":                      config.IntegerVariable(1),

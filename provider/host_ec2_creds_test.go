@@ -238,6 +238,7 @@ func TestAccEC2AssumeRoleValidation(t *testing.T) {
       duration     = "1h"`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			var want *regexp.Regexp
 			if c.want != "" {
 				want = regexp.MustCompile(c.want)

@@ -23,101 +23,6 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
-const (
-	ec2TestImage = "debian-12-amd64-*"
-	ec2TestOwner = "136693071363"
-)
-
-// ec2TestRegion starts a simulated region and points the SDK's default
-// chain at static test credentials only.
-func ec2TestRegion(t *testing.T) *ec2sim.Server {
-	t.Helper()
-	return ec2TestRegionWith(t, ec2sim.Options{})
-}
-
-// ec2TestRegionWith is ec2TestRegion with a region shaped by opts.
-func ec2TestRegionWith(t *testing.T, opts ec2sim.Options) *ec2sim.Server {
-	t.Helper()
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPGBENCHTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "pgbench-test-secret")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_PROFILE", "")
-	return ec2sim.New(t, opts)
-}
-
-func ec2ProviderBlock(sim *ec2sim.Server) string {
-	return fmt.Sprintf(`
-provider "pgbench" {
-  aws {
-    endpoint               = %q
-    servicequotas_endpoint = %q
-    region                 = "us-east-2"
-  }
-}
-`, sim.URL, sim.URL)
-}
-
-// ec2HostConfig is an ec2 host in the simulated region; body goes into the
-// ec2 block and extra into the resource.
-func ec2HostConfig(sim *ec2sim.Server, dir, body, extra string) string {
-	return ec2ProviderBlock(sim) + fmt.Sprintf(`
-resource "pgbench_host" "metal" {
-  install_dir = %q
-  ec2 {
-    instance_type = "r8i.metal-96xl"
-    image {
-      name   = %q
-      owners = [%q]
-    }
-    ssh_cidrs     = ["10.200.0.0/16"]
-    poll_interval = "100ms"
-    owner         = "ci"
-%s
-  }
-%s
-}
-`, dir, ec2TestImage, ec2TestOwner, body, extra)
-}
-
-// ec2NoneRunning is a CheckDestroy: every instance the region launched is
-// terminated and its test host gone, and the generated key pair and the
-// temporary security group are deleted.
-func ec2NoneRunning(sim *ec2sim.Server) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		for _, in := range sim.Instances() {
-			if in.State != ec2sim.Terminated {
-				return fmt.Errorf("instance %s is %s after destroy, want terminated", in.ID, in.State)
-			}
-			if in.Namespace != "" {
-				if _, err := os.Stat(filepath.Join("/run/netns", in.Namespace)); !os.IsNotExist(err) {
-					return fmt.Errorf("test host %s of terminated %s still exists (stat: %v)", in.Namespace, in.ID, err)
-				}
-			}
-		}
-		if k, g := sim.KeyPairs(), sim.SecurityGroups(); len(k)+len(g) != 0 {
-			return fmt.Errorf("after destroy key pairs = %v, security groups = %v, want none", k, g)
-		}
-		return nil
-	}
-}
-
-// ec2Only checks that the region launched exactly n instances and returns
-// them through got.
-func ec2Only(sim *ec2sim.Server, n int, got *[]ec2sim.InstanceInfo) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		ins := sim.Instances()
-		if len(ins) != n {
-			return fmt.Errorf("instances launched = %d, want %d", len(ins), n)
-		}
-		if got != nil {
-			*got = ins
-		}
-		return nil
-	}
-}
-
 func TestAccEC2HostLifecycle(t *testing.T) {
 	testhost.LockKernel(t)
 	sim := ec2TestRegion(t)
@@ -461,6 +366,7 @@ func TestAccEC2HostValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{

@@ -23,11 +23,11 @@ import (
 // flame graph are collected into local_dir under profiles/.
 func TestAccABBenchmarkObserve(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	if err := profile.Check(context.Background()); err != nil {
 		testhost.Skip(t, "perf cannot record here: %v", err)
 	}
-	runner := abInstallRunner(t)
+	runner := installRunner(t)
 	local := filepath.Join(t.TempDir(), "report")
 	config := fmt.Sprintf(`
 resource "pgbench_ab_benchmark" "t" {
@@ -59,7 +59,7 @@ resource "pgbench_ab_benchmark" "t" {
     profile_frequency    = 199
   }
 }
-`, runner, local, abPGBin, abPGBin)
+`, runner, local, systemPGBin, systemPGBin)
 	cell := tfjsonpath.New("results").AtSliceIndex(0)
 	cmp := cell.AtMapKey("comparisons").AtSliceIndex(0)
 	tfresource.Test(t, tfresource.TestCase{

@@ -31,7 +31,6 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -76,12 +75,12 @@ func TestABBenchmarkValidation(t *testing.T) {
 		workload string
 		want     string
 	}{
-		{"no variants", "", abWorkload, abErr("No Variants", "variant: no variants: an A/B campaign needs two or more")},
+		{"no variants", "", abWorkload, diagPattern("No Variants", "variant: no variants: an A/B campaign needs two or more")},
 		{"one variant", `
   variant {
     name    = "only"
     bin_dir = "/usr/lib/postgresql/15/bin"
-  }`, abWorkload, abErr("Only One Variant", "variant: only one variant (only)")},
+  }`, abWorkload, diagPattern("Only One Variant", "variant: only one variant (only)")},
 		{"duplicate names", `
   variant {
     name    = "a"
@@ -90,7 +89,7 @@ func TestABBenchmarkValidation(t *testing.T) {
   variant {
     name    = "a"
     bin_dir = "/usr/lib/postgresql/15/bin"
-  }`, abWorkload, abErr("Duplicate Variant Name", `variant[1].name: variant name "a" is used twice (variants 0 and 1)`)},
+  }`, abWorkload, diagPattern("Duplicate Variant Name", `variant[1].name: variant name "a" is used twice (variants 0 and 1)`)},
 		{"bad variant name", `
   variant {
     name    = "has space"
@@ -129,13 +128,13 @@ func TestABBenchmarkValidation(t *testing.T) {
   variant {
     name    = "b"
     bin_dir = "/x"
-  }`, abWorkload, abErr("Invalid Variant Name", "variant[0].name: variant name \""+strings.Repeat("n", 64)+"\" is 64 characters long; the limit is 63")},
+  }`, abWorkload, diagPattern("Invalid Variant Name", "variant[0].name: variant name \""+strings.Repeat("n", 64)+"\" is 64 characters long; the limit is 63")},
 		{"bad alpha", abTwoVariants + `
-  alpha = 0.7`, abWorkload, abErr("Invalid Alpha", "alpha: 0.7 must be more than 0 and at most 0.5")},
+  alpha = 0.7`, abWorkload, diagPattern("Invalid Alpha", "alpha: 0.7 must be more than 0 and at most 0.5")},
 		{"empty clients", abTwoVariants, `
   workload {
     clients = []
-  }`, abErr("No Client Counts", "workload.clients: no client counts")},
+  }`, diagPattern("No Client Counts", "workload.clients: no client counts")},
 		{"missing clients", abTwoVariants, `
   workload {
     mode = "tpcb"
@@ -143,45 +142,45 @@ func TestABBenchmarkValidation(t *testing.T) {
 		{"zero clients", abTwoVariants, `
   workload {
     clients = [1, 0]
-  }`, abErr("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")},
+  }`, diagPattern("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")},
 		{"negative clients", abTwoVariants, `
   workload {
     clients = [-4]
-  }`, abErr("Invalid Client Count", "workload.clients[0]: client count -4 must be at least 1")},
+  }`, diagPattern("Invalid Client Count", "workload.clients[0]: client count -4 must be at least 1")},
 		{"iterations 0", abTwoVariants, `
   workload {
     clients    = [1]
     iterations = 0
-  }`, abErr("Invalid Iterations", "workload.iterations: 0 must be at least 1")},
+  }`, diagPattern("Invalid Iterations", "workload.iterations: 0 must be at least 1")},
 		{"iterations neither a number nor auto", abTwoVariants, `
   workload {
     clients    = [1]
     iterations = "many"
-  }`, abErr("Invalid Iterations", `workload.iterations is "many": want a number of runs per variant and client count, or "auto"`)},
+  }`, diagPattern("Invalid Iterations", `workload.iterations is "many": want a number of runs per variant and client count, or "auto"`)},
 		{"target without adaptive iterations", abTwoVariants, `
   workload {
     clients       = [1]
     iterations    = 12
     target_ci_pct = 0.5
-  }`, abErr("Adaptive Setting Without Adaptive Iterations", `workload.target_ci_pct applies only with workload.iterations = "auto"; workload.iterations is 12`)},
+  }`, diagPattern("Adaptive Setting Without Adaptive Iterations", `workload.target_ci_pct applies only with workload.iterations = "auto"; workload.iterations is 12`)},
 		{"adaptive with a randomized order", abTwoVariants + `
   order = "randomized"`, `
   workload {
     clients    = [1]
     iterations = "auto"
-  }`, abErr("Adaptive Iterations Need The Alternating Order", "workload.iterations auto chooses each client count's length from its first pairs, which only order alternate makes")},
+  }`, diagPattern("Adaptive Iterations Need The Alternating Order", "workload.iterations auto chooses each client count's length from its first pairs, which only order alternate makes")},
 		{"adaptive maximum below its minimum", abTwoVariants, `
   workload {
     clients        = [1]
     iterations     = "auto"
     min_iterations = 8
     max_iterations = 6
-  }`, abErr("Invalid Iterations", "workload.max_iterations: 6 is less than workload.min_iterations 8")},
+  }`, diagPattern("Invalid Iterations", "workload.max_iterations: 6 is less than workload.min_iterations 8")},
 		{"unknown mode", abTwoVariants, `
   workload {
     clients = [1]
     mode    = "read-write"
-  }`, abErr("Unknown Workload Mode", `workload.mode: unknown pgbench mode "read-write": want one of select-only, tpcb, simple-update, custom`)},
+  }`, diagPattern("Unknown Workload Mode", `workload.mode: unknown pgbench mode "read-write": want one of select-only, tpcb, simple-update, custom`)},
 		{"custom without script", abTwoVariants, `
   workload {
     clients = [1]
@@ -196,7 +195,7 @@ func TestABBenchmarkValidation(t *testing.T) {
   workload {
     clients  = [1]
     duration = "0s"
-  }`, abErr("Invalid Duration", "workload.duration: 0s must be positive")},
+  }`, diagPattern("Invalid Duration", "workload.duration: 0s must be positive")},
 		{"fractional duration", abTwoVariants, `
   workload {
     clients  = [1]
@@ -216,11 +215,11 @@ func TestABBenchmarkValidation(t *testing.T) {
   workload {
     clients  = [1]
     protocol = "binary"
-  }`, abErr("Invalid Protocol", `workload.protocol: unknown pgbench protocol "binary"`)},
+  }`, diagPattern("Invalid Protocol", `workload.protocol: unknown pgbench protocol "binary"`)},
 		{"duplicate client counts", abTwoVariants, `
   workload {
     clients = [1, 16, 1]
-  }`, abErr("Duplicate Client Count", "workload.clients[2]: client count 1 is given twice")},
+  }`, diagPattern("Duplicate Client Count", "workload.clients[2]: client count 1 is given twice")},
 		{"script without custom mode", abTwoVariants, `
   workload {
     clients = [1]
@@ -228,37 +227,38 @@ func TestABBenchmarkValidation(t *testing.T) {
     script  = "/tmp/x.sql"
   }`, `(?s)Script Without Custom Mode.*mode is "tpcb"`},
 		{"bad server numa", abTwoVariants + `
-  server_numa = "cpunodebind"`, abWorkload, abErr("Invalid NUMA Pinning", `server_numa: cpunodebind needs a node or cpu list, e.g. cpunodebind=0, in "cpunodebind"`)},
+  server_numa = "cpunodebind"`, abWorkload, diagPattern("Invalid NUMA Pinning", `server_numa: cpunodebind needs a node or cpu list, e.g. cpunodebind=0, in "cpunodebind"`)},
 		{"seed without randomized order", abTwoVariants + `
   seed = 7`, abWorkload, `(?s)Seed Without Randomized Order`},
 		{"unknown profile mode", abTwoVariants + `
   observe {
     profile = "always"
-  }`, abWorkload, abErr("Invalid Profile Mode", `observe.profile: "always", want none, one-per-cell or every-run`)},
+  }`, abWorkload, diagPattern("Invalid Profile Mode", `observe.profile: "always", want none, one-per-cell or every-run`)},
 		{"tpcc without warehouses", abTwoVariants, `
   workload {
     mode    = "tpcc"
     clients = [8]
-  }`, abErr("Invalid Warehouses", "workload.warehouses: 0: workload.mode tpcc needs a dataset of at least 1 warehouse")},
+  }`, diagPattern("Invalid Warehouses", "workload.warehouses: 0: workload.mode tpcc needs a dataset of at least 1 warehouse")},
 		{"warehouses without tpcc", abTwoVariants, `
   workload {
     clients    = [8]
     warehouses = 10
-  }`, abErr("Warehouses Without TPC-C", `workload.warehouses: only with workload.mode tpcc; workload.mode is "select-only"`)},
+  }`, diagPattern("Warehouses Without TPC-C", `workload.warehouses: only with workload.mode tpcc; workload.mode is "select-only"`)},
 		{"max_connections too low", abTwoVariants + `
   settings = { max_connections = "40" }`, `
   workload {
     mode       = "tpcc"
     warehouses = 10
     clients    = [16, 64]
-  }`, abErr("max_connections Too Low", `settings["max_connections"]: variant small: max_connections = 40 cannot take 64 clients and the runner's 2 own connections: raise max_connections to at least 66`)},
+  }`, diagPattern("max_connections Too Low", `settings["max_connections"]: variant small: max_connections = 40 cannot take 64 clients and the runner's 2 own connections: raise max_connections to at least 66`)},
 		{"wait sampling too fast", abTwoVariants + `
   observe {
     wait_sample_interval = "1ms"
-  }`, abWorkload, abErr("Invalid Wait Sample Interval", "observe.wait_sample_interval: 1ms: want 0 (never) or from 10ms to 1m")},
+  }`, abWorkload, diagPattern("Invalid Wait Sample Interval", "observe.wait_sample_interval: 1ms: want 0 (never) or from 10ms to 1m")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tfresource.UnitTest(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []tfresource.TestStep{{
@@ -269,16 +269,6 @@ func TestABBenchmarkValidation(t *testing.T) {
 			})
 		})
 	}
-}
-
-// abErr is the pattern of a plan-time error: its summary, then its detail,
-// which Terraform may wrap at any space.
-func abErr(summary, detail string) string {
-	words := strings.Fields(detail)
-	for i, w := range words {
-		words[i] = regexp.QuoteMeta(w)
-	}
-	return `(?s)` + regexp.QuoteMeta(summary) + `.*` + strings.Join(words, `\s+`)
 }
 
 // TestABBenchmarkValidationAccepts checks that a complete, valid
@@ -370,7 +360,7 @@ resource "terraform_data" "later" {
     mode    = terraform_data.later.output
   }`),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(abErr("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")),
+				ExpectError: regexp.MustCompile(diagPattern("Invalid Client Count", "workload.clients[1]: client count 0 must be at least 1")),
 			},
 		},
 	})
@@ -678,143 +668,6 @@ func TestABBenchmarkProgress(t *testing.T) {
 	}
 }
 
-const abPGBin = "/usr/lib/postgresql/15/bin"
-
-// abInstallRunner installs the embedded runner into a per-test directory
-// (the filesystem is shared with every test host) and returns its path.
-func abInstallRunner(t *testing.T) string {
-	t.Helper()
-	in, err := runnerbin.Install(context.Background(), remote.NewLocal(), runnerbin.Binary, abTempDir(t))
-	if err != nil {
-		t.Fatalf("install runner: %v (run make runner first)", err)
-	}
-	return in.Path
-}
-
-// abTempDir is a t.TempDir() the postgres user can traverse: the campaign's
-// data directories live below the runner's directory, and initdb runs as
-// postgres, not as root.
-func abTempDir(t *testing.T) string {
-	t.Helper()
-	d := t.TempDir()
-	for _, p := range []string{filepath.Dir(d), d} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
-// abResultsChecks check the shape and sanity of a finished campaign's
-// attributes: one cell per client count in order, every variant in every
-// cell with one TPS per iteration and its median within its min-max, one
-// comparison per candidate with a verdict from the allowed set. The
-// report_dir check records the directory in *dir for the destroy check and
-// looks in it for each variant's data directory; more checks the report
-// directory may need.
-func abResultsChecks(name string, variants []string, clients []int, iterations int, dir *string, more ...func(dir string) error) []statecheck.StateCheck {
-	var cells []knownvalue.Check
-	for _, c := range clients {
-		stats := map[string]knownvalue.Check{}
-		for _, v := range variants {
-			stats[v] = abVariantStats{iterations: iterations}
-		}
-		var cmps []knownvalue.Check
-		for _, v := range variants[1:] {
-			cmps = append(cmps, knownvalue.ObjectPartial(map[string]knownvalue.Check{
-				"baseline":  knownvalue.StringExact(variants[0]),
-				"candidate": knownvalue.StringExact(v),
-				"verdict":   knownvalue.StringRegexp(regexp.MustCompile(`^(faster|slower|no-difference)$`)),
-				"p_value": knownvalue.Float64Func(func(p float64) error {
-					if p < 0 || p > 1 {
-						return fmt.Errorf("p_value = %v, want within [0, 1]", p)
-					}
-					return nil
-				}),
-			}))
-		}
-		cells = append(cells, knownvalue.ObjectPartial(map[string]knownvalue.Check{
-			"clients":     knownvalue.Int64Exact(int64(c)),
-			"variants":    knownvalue.MapExact(stats),
-			"comparisons": knownvalue.ListExact(cmps),
-		}))
-	}
-	return []statecheck.StateCheck{
-		statecheck.ExpectKnownValue(name, tfjsonpath.New("results"), knownvalue.ListExact(cells)),
-		statecheck.ExpectKnownValue(name, tfjsonpath.New("summary_markdown"), knownvalue.StringRegexp(regexp.MustCompile(`\|`))),
-		statecheck.ExpectKnownValue(name, tfjsonpath.New("wall_seconds"), knownvalue.Float64Func(func(ws float64) error {
-			if ws <= 0 {
-				return fmt.Errorf("wall_seconds = %v, want > 0", ws)
-			}
-			return nil
-		})),
-		statecheck.ExpectKnownValue(name, tfjsonpath.New("report_dir"), knownvalue.StringFunc(func(d string) error {
-			*dir = d
-			if !strings.HasPrefix(d, "/") {
-				return fmt.Errorf("report_dir = %q, want an absolute path", d)
-			}
-			for _, v := range variants {
-				if _, err := os.Stat(filepath.Join(d, "data", v)); err != nil {
-					return fmt.Errorf("data directory of %s: %v", v, err)
-				}
-			}
-			for _, check := range more {
-				if err := check(d); err != nil {
-					return err
-				}
-			}
-			return nil
-		})),
-	}
-}
-
-// abVariantStats checks one variant's statistics in a cell: one TPS per
-// iteration, 0 < min <= median <= max, and every TPS within min-max.
-type abVariantStats struct{ iterations int }
-
-func (c abVariantStats) String() string {
-	return fmt.Sprintf("%d TPS values within 0 < min <= median <= max", c.iterations)
-}
-
-func (c abVariantStats) CheckValue(v any) error {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return fmt.Errorf("variant statistics are %T, want an object", v)
-	}
-	num := func(x any) (float64, error) {
-		n, ok := x.(json.Number)
-		if !ok {
-			return 0, fmt.Errorf("%v is %T, want a number", x, x)
-		}
-		return n.Float64()
-	}
-	var med, lo, hi float64
-	for k, dst := range map[string]*float64{"median_tps": &med, "min_tps": &lo, "max_tps": &hi} {
-		f, err := num(obj[k])
-		if err != nil {
-			return fmt.Errorf("%s: %v", k, err)
-		}
-		*dst = f
-	}
-	if !(lo > 0 && lo <= med && med <= hi) {
-		return fmt.Errorf("min %v, median %v, max %v: want 0 < min <= median <= max", lo, med, hi)
-	}
-	tps, ok := obj["tps"].([]any)
-	if !ok || len(tps) != c.iterations {
-		return fmt.Errorf("tps = %v, want %d values", obj["tps"], c.iterations)
-	}
-	for j, x := range tps {
-		f, err := num(x)
-		if err != nil {
-			return fmt.Errorf("tps[%d]: %v", j, err)
-		}
-		if f < lo || f > hi {
-			return fmt.Errorf("tps[%d] = %v, outside min-max %v-%v", j, f, lo, hi)
-		}
-	}
-	return nil
-}
-
 // abCheckDataRemoved checks that destroy removed the campaign from the
 // host: its data directories always; its reports too, or with keep (the
 // resource's keep_on_host) moved aside so the same configuration measures
@@ -860,8 +713,8 @@ func abCheckDataRemoved(dir *string, variants []string, keep bool) tfresource.Te
 // the kernel lock, never takes pages from a pool another test reserved.
 func TestAccABBenchmarkLocal(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
-	runner := abInstallRunner(t)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
+	runner := installRunner(t)
 	local, moved := filepath.Join(t.TempDir(), "report"), filepath.Join(t.TempDir(), "moved")
 	config := func(timeout, localDir string, alpha ...string) string {
 		a := ""
@@ -898,7 +751,7 @@ resource "pgbench_ab_benchmark" "t" {
     create = %q
   }
 }
-`, runner, localDir, a, abPGBin, abOddSetting, abPGBin, timeout)
+`, runner, localDir, a, systemPGBin, abOddSetting, systemPGBin, timeout)
 	}
 	variants := []string{"sb16", "sb128"}
 	var dir string
@@ -1032,11 +885,11 @@ func abCheckOddSetting(dir string) error {
 // sized for the configuration -> a tiny 4 KB vs 2 MB pages campaign.
 func TestAccABBenchmarkPipeline(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	testhost.LockKernel(t)
 	testhost.SaveSysctl(t, "vm.nr_hugepages")
 	prevPages := readSysctlInt(t, "vm.nr_hugepages")
-	installDir, localDir := abTempDir(t), filepath.Join(t.TempDir(), "report")
+	installDir, localDir := reachableTempDir(t), filepath.Join(t.TempDir(), "report")
 	config := fmt.Sprintf(`
 resource "pgbench_host" "h" {
   local       = true
@@ -1081,7 +934,7 @@ resource "pgbench_ab_benchmark" "ab" {
   }
   depends_on = [pgbench_hugepage_pool.pool]
 }
-`, installDir, abPGBin, localDir)
+`, installDir, systemPGBin, localDir)
 	variants := []string{"4k", "2m"}
 	var dir string
 	tfresource.Test(t, tfresource.TestCase{
@@ -1125,23 +978,14 @@ func readSysctlInt(t *testing.T, name string) int64 {
 	return n
 }
 
-// readResults reads and decodes a campaign's results.json.
-func readResults(path string) (*report.Results, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return report.DecodeResults(b, path)
-}
-
 // Two campaigns on one host with no dependency between them: Terraform
 // creates them at the same time, and the runner's host lock makes them
 // take turns. Both finish, and their journals on the host show that
 // neither measured while the other did.
 func TestAccABBenchmarkOneMeasurementAtATime(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
-	runner := abInstallRunner(t)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
+	runner := installRunner(t)
 	local := t.TempDir()
 	campaign := func(name, sharedBuffers string) string {
 		return fmt.Sprintf(`
@@ -1169,7 +1013,7 @@ resource "pgbench_ab_benchmark" %q {
     iterations = 2
   }
 }
-`, name, runner, filepath.Join(local, name), sharedBuffers, abPGBin, abPGBin)
+`, name, runner, filepath.Join(local, name), sharedBuffers, systemPGBin, systemPGBin)
 	}
 	variants := []string{"a", "b"}
 	dirs := make([]string, 2)

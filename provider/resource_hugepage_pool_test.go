@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -16,33 +15,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
 const nrHugepages = "/proc/sys/vm/nr_hugepages"
-
-// poolBuildProvider serves only pgbench_hugepage_pool and
-// pgbench_postgres_build, so these tests do not depend on the schemas of
-// resources written in parallel.
-// localRunnerForPool installs the embedded runner into a per-test directory
-// (the filesystem is shared with every test host) and returns its path.
-func localRunnerForPool(t *testing.T) string {
-	t.Helper()
-	in, err := runnerbin.Install(context.Background(), remote.NewLocal(), runnerbin.Binary, t.TempDir())
-	if err != nil {
-		t.Fatalf("install runner: %v", err)
-	}
-	return in.Path
-}
-
-func localConnectionHCL(runner string) string {
-	return fmt.Sprintf(`{
-    mode        = "local"
-    runner_path = %q
-  }`, runner)
-}
 
 func readNrHugepages(t *testing.T) int64 {
 	t.Helper()
@@ -85,7 +61,7 @@ func checkNrHugepages(t *testing.T, want int64) resource.TestCheckFunc {
 
 func TestAccHugepagePoolPagesSSH(t *testing.T) {
 	prev, checkDestroy := poolKernel(t)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	h := testhost.New(t)
 	pages := prev + 64
 	config := fmt.Sprintf(`
@@ -128,7 +104,7 @@ resource "pgbench_hugepage_pool" "test" {
 
 func TestAccHugepagePoolMemoryFraction(t *testing.T) {
 	_, checkDestroy := poolKernel(t)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	config := fmt.Sprintf(`
 resource "pgbench_hugepage_pool" "test" {
   host_connection = %s
@@ -174,7 +150,7 @@ func TestAccHugepagePoolSizeForPostgres(t *testing.T) {
 	_, checkDestroy := poolKernel(t)
 	bin := "/usr/lib/postgresql/15/bin"
 	testhost.RequireCommand(t, "postgres", bin)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	config := fmt.Sprintf(`
 resource "pgbench_hugepage_pool" "test" {
   host_connection = %s
@@ -224,7 +200,7 @@ resource "pgbench_hugepage_pool" "test" {
 // replacement reserves it again.
 func TestAccHugepagePoolDrift(t *testing.T) {
 	prev, checkDestroy := poolKernel(t)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	pages := prev + 32
 	config := fmt.Sprintf(`
 resource "pgbench_hugepage_pool" "test" {
@@ -269,7 +245,7 @@ resource "pgbench_hugepage_pool" "test" {
 
 func TestAccHugepagePoolImpossible(t *testing.T) {
 	prev, _ := poolKernel(t)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -306,6 +282,7 @@ func TestHugepagePoolValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/bisect"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/bisect/bisecttest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -53,28 +54,29 @@ func TestPerfBisectValidation(t *testing.T) {
 	}{
 		{"same refs", `
   good = "master"
-  bad  = "master"`, bisectWorkload, abErr("Nothing To Bisect", `bad: good and bad are both "master": give bad a later commit than good`)},
+  bad  = "master"`, bisectWorkload, diagPattern("Nothing To Bisect", `bad: good and bad are both "master": give bad a later commit than good`)},
 		{"option as ref", `
   good = "-x"
-  bad  = "master"`, bisectWorkload, abErr("Invalid Ref", `good: "-x" is not a git ref`)},
+  bad  = "master"`, bisectWorkload, diagPattern("Invalid Ref", `good: "-x" is not a git ref`)},
 		{"direction", refs + `
-  direction = "slower"`, bisectWorkload, abErr("Invalid Direction", `direction: "slower", want regression (bad is slower than good) or improvement`)},
+  direction = "slower"`, bisectWorkload, diagPattern("Invalid Direction", `direction: "slower", want regression (bad is slower than good) or improvement`)},
 		{"rounds", refs + `
-  step_rounds = 0`, bisectWorkload, abErr("Invalid Step Rounds", "step_rounds: 0, want 1 to 10")},
+  step_rounds = 0`, bisectWorkload, diagPattern("Invalid Step Rounds", "step_rounds: 0, want 1 to 10")},
 		{"too few iterations", refs, `
   workload {
     clients    = [1]
     iterations = 2
-  }`, abErr("Too Few Iterations For A Bisect", "workload.iterations: 2 iterations per variant give no test")},
+  }`, diagPattern("Too Few Iterations For A Bisect", "workload.iterations: 2 iterations per variant give no test")},
 		{"campaign field", refs, `
   workload {
     clients = [1]
     mode    = "nope"
-  }`, abErr("Unknown Workload Mode", `workload.mode: unknown pgbench mode "nope"`)},
+  }`, diagPattern("Unknown Workload Mode", `workload.mode: unknown pgbench mode "nope"`)},
 		{"no workload", refs, "", "Missing Workload"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tfresource.UnitTest(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []tfresource.TestStep{{
@@ -118,8 +120,8 @@ func TestAccPerfBisectLocal(t *testing.T) {
 	}
 	repo := bisecttest.PostgreSQL(t)
 	builds, ccache := bisecttest.Cache(t)
-	runner := abInstallRunner(t)
-	gitCache := abTempDir(t)
+	runner := installRunner(t)
+	gitCache := reachableTempDir(t)
 	// c3 is good, c4 the slow one, c6 bad: one step, at c4.
 	good := repo.Commits[2]
 	if repo.Commits[3].Hash != repo.Slow.Hash {
@@ -136,6 +138,7 @@ resource "pgbench_perf_bisect" "t" {
   good            = %q
   bad             = "master"
   configure_flags = [%q, %q]
+  profiling       = true
   build_root      = %q
   ccache_dir      = %q
   git_cache       = %q
@@ -151,7 +154,7 @@ resource "pgbench_perf_bisect" "t" {
     create = %q
   }
 }
-`, runner, repo.Dir, good.Hash, bisecttest.ConfigureFlags[0], bisecttest.ConfigureFlags[1], builds, ccache, gitCache, timeout)
+`, runner, repo.Dir, good.Hash, pgbuildtest.ConfigureFlags[0], pgbuildtest.ConfigureFlags[1], builds, ccache, gitCache, timeout)
 	}
 	const addr = "pgbench_perf_bisect.t"
 	var dir string

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/profile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -27,7 +28,7 @@ const systemBinDir = "/usr/lib/postgresql/15/bin"
 
 func TestAccPostgresBuildSystem(t *testing.T) {
 	testhost.RequireCommand(t, "postgres", systemBinDir)
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	before := map[string]time.Time{}
 	for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
 		fi, err := os.Stat(filepath.Join(systemBinDir, name))
@@ -82,7 +83,7 @@ resource "pgbench_postgres_build" "test" {
 // A bin directory without the programs a campaign needs fails at apply with
 // the names of what is missing.
 func TestAccPostgresBuildSystemIncomplete(t *testing.T) {
-	runner := localRunnerForPool(t)
+	runner := installRunner(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "postgres"), []byte("#!/bin/sh\necho 'postgres (PostgreSQL) 15.0'\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -104,18 +105,16 @@ resource "pgbench_postgres_build" "test" {
 	})
 }
 
-// One real build from the release tarball CI fetches; about three minutes
-// on two cores, so only when PGBENCH_TEST_PG_TARBALL names it.
+// One real build from the release tarball CI fetches, into a new prefix:
+// every phase runs, and the compiler's work comes from the test builds'
+// shared ccache (the pgbuild tests build the same sources with the same
+// flags first).
 func TestAccPostgresBuildTarball(t *testing.T) {
-	tb := os.Getenv("PGBENCH_TEST_PG_TARBALL")
-	if tb == "" {
-		t.Skip("PGBENCH_TEST_PG_TARBALL is not set: no tarball build")
-	}
-	if _, err := os.Stat(tb); err != nil {
-		t.Fatalf("PGBENCH_TEST_PG_TARBALL: %v", err)
-	}
+	tb := pgbuildtest.Tarball(t)
 	testhost.RequireRoot(t)
-	runner := localRunnerForPool(t)
+	pgbuildtest.RequireTools(t)
+	pgbuildtest.CCacheOnPath(t)
+	runner := installRunner(t)
 	prefix := filepath.Join(t.TempDir(), "pg")
 	// terraform runs in its own working directory: give file() an absolute path.
 	patch, err := filepath.Abs("../internal/pgbuild/testdata/bgwriter-delay.patch")
@@ -129,11 +128,11 @@ resource "pgbench_postgres_build" "test" {
     tarball = %q
   }
   patches         = [file(%q)]
-  configure_flags = ["--without-readline", "--without-icu"]
+  configure_flags = [%q, %q]
   profiling       = true
   prefix          = %q
 }
-`, localConnectionHCL(runner), tb, patch, prefix)
+`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlags[0], pgbuildtest.ConfigureFlags[1], prefix)
 	const addr = "pgbench_postgres_build.test"
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
@@ -198,6 +197,7 @@ func TestPostgresBuildValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{

@@ -12,19 +12,6 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
-// fakeBin makes a directory with the executables the validation looks for
-// (it checks they exist, not what they do; nothing runs).
-func fakeBin(t *testing.T, progs ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, p := range progs {
-		if err := os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 var allProgs = []string{"postgres", "pgbench", "initdb", "pg_ctl", "psql"}
 
 func TestABBadInput(t *testing.T) {

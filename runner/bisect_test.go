@@ -15,6 +15,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/bisect/bisecttest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -95,9 +96,12 @@ func TestBisectFindsTheSlowCommit(t *testing.T) {
 		"--git", repo.Dir, "--good", repo.Base.Hash, "--bad", "master",
 		"--out", out, "--git-cache", filepath.Join(dir, "git"), "--build-root", builds, "--ccache-dir", ccache,
 		"--scale", "1", "--clients", "1", "--duration", "3s", "--iterations", "4", "--warmup", "1s"}
-	for _, f := range bisecttest.ConfigureFlags {
+	for _, f := range pgbuildtest.ConfigureFlags {
 		args = append(args, "--configure-flag="+f)
 	}
+	// A profiling build, as every test build is: the objects of the
+	// other test builds in the shared ccache serve this one.
+	args = append(args, "--profiling")
 
 	// Killed part way: once the endpoints are decided and the first
 	// step's campaign has a finished run.

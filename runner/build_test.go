@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -57,22 +58,8 @@ func TestBuildUsage(t *testing.T) {
 	}
 }
 
-// testTarball is the PostgreSQL source tarball of the build tests; it
-// skips (or fails, see testhost.Skip) when it is missing.
-func testTarball(t *testing.T) string {
-	t.Helper()
-	tb := os.Getenv("PGBENCH_TEST_PG_TARBALL")
-	if tb == "" {
-		tb = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
-	}
-	if _, err := os.Stat(tb); err != nil {
-		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", tb, err)
-	}
-	return tb
-}
-
 func TestBuildBadPatchCLI(t *testing.T) {
-	tb := testTarball(t)
+	tb := pgbuildtest.Tarball(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "nope.patch")
 	patch := "--- a/no/such/file.c\n+++ b/no/such/file.c\n@@ -1,1 +1,1 @@\n-old\n+new\n"
@@ -102,7 +89,7 @@ func TestBuildBadPatchCLI(t *testing.T) {
 // with --wait-host gives up after that long, naming the measurement; it
 // compiles nothing meanwhile.
 func TestBuildWaitsForTheHost(t *testing.T) {
-	tb := testTarball(t)
+	tb := pgbuildtest.Tarball(t)
 	dir := filepath.Join(t.TempDir(), "lock")
 	t.Setenv(hostlock.DirEnv, dir)
 	l, err := hostlock.Acquire(context.Background(), hostlock.Holder{Who: "campaign /srv/c", Doing: "measuring", Mode: hostlock.Exclusive}, hostlock.Waiting{})

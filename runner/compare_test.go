@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,15 +9,6 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
-
-func writeSamples(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestCompareSampleFiles(t *testing.T) {
 	dir := t.TempDir()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,6 @@ import (
 	"strings"
 	"testing"
 )
-
-func runCapture(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestRunDispatch(t *testing.T) {
 	tests := []struct {

@@ -144,6 +144,7 @@ func TestAdaptiveCampaign(t *testing.T) {
 				Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: time.Second,
 				IterationsAuto: true, TargetCIPct: tt.target, MinIterations: 3, MaxIterations: 4, OutDir: out, Clone: true,
 			}
+			seedData(t, cfg, "a")
 			var rec recorder
 			res, err := Execute(context.Background(), cfg, rec.on)
 			if err != nil {

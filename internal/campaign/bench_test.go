@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -250,20 +249,6 @@ func removeLogs(dir string) error {
 		}
 	}
 	return nil
-}
-
-func median(x []float64) float64 { return quantile(x, 0.5) }
-
-// quantile interpolates linearly between the order statistics of x.
-func quantile(x []float64, q float64) float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	lo := int(pos)
-	if lo+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
 }
 
 func byHand(b *testing.B, vs *variantState, args []string) float64 {

@@ -37,6 +37,7 @@ func TestResultsNameTheBuild(t *testing.T) {
 		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: time.Second, Iterations: 3,
 		Alpha: 0.05, OutDir: scratch(t), Clone: true,
 	}
+	seedData(t, cfg, "system")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)

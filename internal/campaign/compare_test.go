@@ -94,12 +94,3 @@ func TestRecompute(t *testing.T) {
 		t.Errorf("Recompute of a directory without a journal = %v, want a read journal error", err)
 	}
 }
-
-// readResults reads and decodes a campaign's results.json.
-func readResults(path string) (*report.Results, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return report.DecodeResults(b, path)
-}

@@ -14,17 +14,6 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 )
 
-func planString(steps []Step) string {
-	var b strings.Builder
-	for _, s := range steps {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(s.Variant)
-	}
-	return b.String()
-}
-
 func TestPlanAlternate(t *testing.T) {
 	tests := []struct {
 		variants   []string
@@ -294,18 +283,6 @@ func TestCPUSetOverlap(t *testing.T) {
 			t.Errorf("server %q client %q: warnings = %q, want %q", tt.server, tt.client, got, tt.want)
 		}
 	}
-}
-
-// fakeBinDir is a bin directory with the executables Validate looks for.
-func fakeBinDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, p := range []string{"postgres", "pgbench", "initdb", "pg_ctl", "psql"} {
-		if err := os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 func TestValidate(t *testing.T) {

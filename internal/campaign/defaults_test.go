@@ -44,6 +44,7 @@ func TestDefaultsFindAModestSlowdown(t *testing.T) {
 		// see the bound hold at this machine's TPS.
 		cfg.LogLines = logBound
 		cfg.Defaults()
+		seedData(t, cfg, "base")
 		res, err := Execute(context.Background(), cfg, nil)
 		if err != nil {
 			t.Fatalf("Execute: %v", err)

@@ -1,153 +1,17 @@
 package campaign
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tpcc"
 )
-
-const pgBinDir = "/usr/lib/postgresql/15/bin"
-
-// childEnv makes the test binary run one campaign from a JSON Config and
-// exit, so a test can kill -9 a real campaign process mid-run.
-const childEnv = "PGBENCH_CAMPAIGN_CHILD"
-
-// tpccDriverEnv makes the test binary act as `pgbench-runner tpcc`, the
-// TPC-C driver a campaign of mode tpcc runs (see testDriver).
-const tpccDriverEnv = "PGBENCH_TPCC_DRIVER_CHILD"
-
-// testDriver is the Config.TPCCDriver of tests: this binary, as the driver.
-func testDriver() []string {
-	exe, _ := os.Executable()
-	return []string{"env", tpccDriverEnv + "=1", exe}
-}
-
-// tpccDriver is `pgbench-runner tpcc ... --json` in the test binary.
-func tpccDriver(args []string) int {
-	args = slices.DeleteFunc(args, func(a string) bool { return a == "--json" })
-	action, o, err := tpcc.Parse(args)
-	if err == nil {
-		var res any
-		if res, err = tpcc.Do(context.Background(), action, o, nil); err == nil {
-			err = json.NewEncoder(os.Stdout).Encode(res)
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		return 1
-	}
-	return 0
-}
-
-func TestMain(m *testing.M) {
-	if os.Getenv(tpccDriverEnv) == "1" {
-		os.Exit(tpccDriver(os.Args[1:]))
-	}
-	if path := os.Getenv(childEnv); path != "" {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			var cfg Config
-			if err = json.Unmarshal(b, &cfg); err == nil {
-				cfg.TPCCDriver = testDriver()
-				_, err = Execute(context.Background(), &cfg, nil)
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// needPostgres skips unless PostgreSQL 15 and pgbench are installed.
-func needPostgres(t testing.TB) string {
-	t.Helper()
-	testhost.RequireCommand(t, "pgbench", pgBinDir)
-	testhost.RequireCommand(t, "postgres", pgBinDir)
-	if os.Geteuid() != 0 {
-		// As root every command runs as user postgres; as anyone else the
-		// caller must own the directories, which t.TempDir gives.
-		testhost.RequireRoot(t)
-	}
-	return pgBinDir
-}
-
-// scratch is a campaign directory the PostgreSQL user can traverse; its
-// servers are stopped and its data removed at the end.
-func scratch(t *testing.T) string { return benchScratch(t) }
-
-func benchScratch(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "campaign-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() {
-		RemoveData(context.Background(), filepath.Join(dir, "out"), "")
-		os.RemoveAll(dir)
-	})
-	return filepath.Join(dir, "out")
-}
-
-// recorder collects events.
-type recorder struct {
-	mu     sync.Mutex
-	events []Event
-}
-
-func (r *recorder) on(e Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-func (r *recorder) count(kind string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if e.Event == kind {
-			n++
-		}
-	}
-	return n
-}
-
-func checkOrder(t *testing.T, cfg *Config, runs []report.Run) {
-	t.Helper()
-	plan := cfg.Plan()
-	if len(runs) != len(plan) {
-		t.Fatalf("len(runs) = %d, want %d", len(runs), len(plan))
-	}
-	for i, st := range plan {
-		r := runs[i]
-		if r.Seq != st.Seq || r.Variant != st.Variant || r.Clients != st.Clients || r.Iteration != st.Iteration {
-			t.Errorf("runs[%d] = seq %d %s c%d i%d, want seq %d %s c%d i%d", i, r.Seq, r.Variant, r.Clients, r.Iteration, st.Seq, st.Variant, st.Clients, st.Iteration)
-		}
-		if i > 0 && r.StartedAt.Before(runs[i-1].StartedAt) {
-			t.Errorf("run %d started before run %d", r.Seq, runs[i-1].Seq)
-		}
-	}
-}
 
 // TestAAIsNoDifference runs the same binaries and settings as two variants:
 // every cell must say no-difference, the order must be the alternation
@@ -165,6 +29,9 @@ func TestAAIsNoDifference(t *testing.T) {
 		// The counters too: "what differed" of an A/A campaign lists none.
 		Counters: true,
 	}
+	// a's dataset is the shared one; b's is cloned from it, as the
+	// campaign clones (what this test checks).
+	seedData(t, cfg, "a")
 	var rec recorder
 	res, err := Execute(context.Background(), cfg, rec.on)
 	if err != nil {
@@ -256,6 +123,7 @@ func TestRealEffectAndRemoveData(t *testing.T) {
 		Mode:     "tpcb", Scale: 1, Clients: []int{4}, Duration: 2 * time.Second, Iterations: 4,
 		Order: OrderRandomized, Seed: 7, SeedSet: true, OutDir: out,
 	}
+	seedData(t, cfg, "sync_on", "sync_off")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
@@ -309,18 +177,6 @@ func TestRealEffectAndRemoveData(t *testing.T) {
 	}
 }
 
-func journalRuns(t *testing.T, out string) int {
-	b, _ := os.ReadFile(filepath.Join(out, JournalFile))
-	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), `{"run":`) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestKillAndResume kills a real campaign process with SIGKILL in the
 // middle, then runs the same campaign: only the missing runs run, the
 // earlier ones are kept as they were.
@@ -331,6 +187,7 @@ func TestKillAndResume(t *testing.T) {
 		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off", Settings: map[string]string{"work_mem": "8MB"}}},
 		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 2 * time.Second, Iterations: 3, OutDir: out,
 	}
+	seedData(t, cfg, "a", "b")
 	before := killMidCampaign(t, cfg, 2, 6)
 	j, err := openJournal(out, cfg.definition(), false, time.Now())
 	if err != nil {
@@ -359,46 +216,6 @@ func TestKillAndResume(t *testing.T) {
 	}
 }
 
-// killMidCampaign runs cfg in a child process, kills it with SIGKILL
-// while the run after the first `after` journaled ones is in flight, and
-// returns how many runs the journal holds; it fails unless that is at
-// least after and fewer than total.
-func killMidCampaign(t *testing.T, cfg *Config, after, total int) int {
-	t.Helper()
-	out := cfg.OutDir
-	b, _ := json.Marshal(cfg)
-	cfg.Defaults()
-	cfgFile := filepath.Join(filepath.Dir(out), "config.json")
-	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	child := exec.Command(exe, "-test.run=^$")
-	child.Env = append(os.Environ(), childEnv+"="+cfgFile)
-	var childErr bytes.Buffer
-	child.Stderr = &childErr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for journalRuns(t, out) < after {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatalf("child never journaled %d runs: %s", after, childErr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// Mid-run: the next run is in flight.
-	time.Sleep(800 * time.Millisecond)
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
-	n := journalRuns(t, out)
-	if n < after || n >= total {
-		t.Fatalf("journal has %d runs after the kill, want %d..%d", n, after, total-1)
-	}
-	return n
-}
-
 // TestHugePagesOnWithoutPool starts a huge_pages=on variant with an empty
 // pool: it must fail clearly, naming the variant, and not fall back.
 func TestHugePagesOnWithoutPool(t *testing.T) {
@@ -414,6 +231,7 @@ func TestHugePagesOnWithoutPool(t *testing.T) {
 		Variants: []Variant{{Name: "hp", BinDir: bin, HugePages: "on"}, {Name: "plain", BinDir: bin, HugePages: "off"}},
 		Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: time.Second, Iterations: 1, OutDir: out,
 	}
+	seedData(t, cfg, "hp", "plain")
 	_, err := Execute(context.Background(), cfg, nil)
 	var ue *UnmetError
 	if err == nil || !errors.As(err, &ue) {
@@ -468,6 +286,7 @@ func TestCancelStopsCleanly(t *testing.T) {
 				Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
 				Mode:     "select-only", Scale: 1, Clients: []int{1}, Duration: 3 * time.Second, Iterations: 2, OutDir: out,
 			}
+			seedData(t, cfg, "a", "b")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			seen := 0

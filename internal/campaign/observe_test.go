@@ -51,6 +51,7 @@ func TestCountersAndProfilesExplainASeqScan(t *testing.T) {
 		Counters: true, WaitSampleInterval: 100 * time.Millisecond, Profile: ProfileOnePerCell, ProfileFrequency: 499,
 		OutDir: out, Clone: true,
 	}
+	seedData(t, cfg, "index")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
@@ -199,6 +200,7 @@ func TestClientBoundIsFlagged(t *testing.T) {
 		Mode:     "select-only", Scale: 1, Clients: []int{4}, Threads: "1", Duration: 3 * time.Second, Iterations: 3, Warmup: time.Second,
 		Counters: true, OutDir: out, Clone: true, ClientPrefix: []string{wrapper},
 	}
+	seedData(t, cfg, "a")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)

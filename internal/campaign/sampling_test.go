@@ -95,6 +95,7 @@ func TestSampledRuns(t *testing.T) {
 		Mode:     "select-only", Scale: 1, Clients: []int{2}, Duration: 3 * time.Second, Iterations: 2,
 		OutDir: out, Clone: true, LogLines: bound,
 	}
+	seedData(t, cfg, "a")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)

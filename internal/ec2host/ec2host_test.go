@@ -26,25 +26,6 @@ const (
 	debianOwn = "136693071363"
 )
 
-// env starts a simulated region and a real SDK client pointed at it.
-func env(t *testing.T, opts ec2sim.Options) (*ec2sim.Server, *ec2host.Client) {
-	t.Helper()
-	// Never let the SDK look for credentials or a region anywhere else.
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	sim := ec2sim.New(t, opts)
-	c, err := ec2host.New(context.Background(), ec2host.Config{
-		Region: sim.Region(), Endpoint: sim.URL, ServiceQuotasEndpoint: sim.URL,
-		AccessKeyID: "AKIDPGBENCHTEST", SecretAccessKey: "pgbench-test-secret",
-		MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatalf("ec2host.New: %v", err)
-	}
-	return sim, c
-}
-
 // sdkClient is a plain SDK client for sim, for calls ec2host does not
 // make the way a test needs (an instance without its tags, a raw state
 // reason).
@@ -54,23 +35,6 @@ func sdkClient(sim *ec2sim.Server) *ec2.Client {
 		BaseEndpoint: aws.String(sim.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDPGBENCHTEST", "pgbench-test-secret", ""),
 	})
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// noneRunning fails unless every instance the simulator launched is
-// terminated (or shutting down, bound to be).
-func noneRunning(t *testing.T, sim *ec2sim.Server) {
-	t.Helper()
-	for _, in := range sim.Instances() {
-		if in.State != ec2sim.Terminated && in.State != ec2sim.ShuttingDown {
-			t.Errorf("instance %s is %s, want terminated", in.ID, in.State)
-		}
-	}
 }
 
 func namespaceGone(t *testing.T, ns string) {

@@ -32,16 +32,6 @@ func answer(err error) (status int, errCode, message string) {
 	return status, code(err), message
 }
 
-// run is a valid one-instance RunInstances request; edit changes it.
-func run(edit func(*ec2.RunInstancesInput)) *ec2.RunInstancesInput {
-	in := &ec2.RunInstancesInput{ImageId: aws.String(image), InstanceType: "m7i.2xlarge",
-		MinCount: aws.Int32(1), MaxCount: aws.Int32(1), DryRun: aws.Bool(true)}
-	if edit != nil {
-		edit(in)
-	}
-	return in
-}
-
 // TestDryRunRunInstances: a DryRun that would succeed answers 412
 // DryRunOperation and creates nothing; one that would fail answers what
 // the real call would, having checked everything a launch checks.

@@ -3,46 +3,17 @@ package ec2sim_test
 import (
 	"context"
 	"encoding/xml"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
 )
-
-const image = "ami-0a9b8c7d6e5f40312"
-
-// client is a plain SDK client (no ec2host) pointed at sim, retries off so
-// each call is one request.
-func client(t *testing.T, sim *ec2sim.Server) *ec2.Client {
-	t.Helper()
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	return ec2.New(ec2.Options{
-		Region:       sim.Region(),
-		BaseEndpoint: aws.String(sim.URL),
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDSIMTEST", "sim-secret", ""),
-		Retryer:      retry.AddWithMaxAttempts(retry.NewStandard(), 1),
-	})
-}
-
-func code(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
 
 func TestErrorDocument(t *testing.T) {
 	sim := ec2sim.New(t, ec2sim.Options{})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	sqtypes "github.com/aws/aws-sdk-go-v2/service/servicequotas/types"
@@ -79,13 +78,4 @@ func TestGetServiceQuotaDenied(t *testing.T) {
 	if !errors.As(err, &ad) || ad.ErrorMessage() != want || status(err) != 400 {
 		t.Errorf("denied GetServiceQuota = %v (HTTP %d), want 400 AccessDeniedException %q", err, status(err), want)
 	}
-}
-
-// status is the HTTP status of an SDK error (0 for none).
-func status(err error) int {
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
 }

@@ -24,7 +24,9 @@ import (
 func buildRunner(t *testing.T, version string) []byte {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "pgbench-runner")
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags", "-X main.version="+version, "../../runner")
+	// -trimpath and CGO_ENABLED=0 as make runner builds it: the compiled
+	// packages come from the build cache that build filled.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "-ldflags", "-X main.version="+version, "../../runner")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build runner: %v\n%s", err, b)
@@ -96,6 +98,7 @@ func TestInstallRejectsNonRunner(t *testing.T) {
 // TestInstallSSH installs the runner on a real test host over SSH, checks
 // that it runs there, and that a second install skips the transfer.
 func TestInstallSSH(t *testing.T) {
+	testhost.RequireRoot(t) // before the build, which a skip does not need
 	bin := buildRunner(t, "4.5.6-ssh")
 	h := testhost.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -168,6 +171,7 @@ func TestInstallReportsWhatWasThere(t *testing.T) {
 // to log in as, and as that user (passwordless sudo) it installs.
 func TestInstallOnStockImage(t *testing.T) {
 	const user = "pgbt-stock"
+	testhost.RequireRoot(t) // before the build, which a skip does not need
 	bin := buildRunner(t, "4.5.7-stock")
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -128,7 +128,9 @@ func TestRunRealRunnerUsageError(t *testing.T) {
 		t.Skip("builds the runner")
 	}
 	bin := filepath.Join(t.TempDir(), BinaryName)
-	cmd := exec.Command("go", "build", "-o", bin, "../../runner")
+	// -trimpath and CGO_ENABLED=0 as make runner builds it: the compiled
+	// packages come from the build cache that build filled.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "../../runner")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build runner: %v\n%s", err, b)

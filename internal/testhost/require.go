@@ -30,9 +30,24 @@ func Skip(t testing.TB, format string, args ...any) {
 	t.Skipf("SKIPPED, NOT TESTED: %s (set %s=1 to make this a failure)", msg, RequireEnv)
 }
 
-// RequireRoot skips (or fails, see Skip) unless the test runs as root.
+// SkipShort skips the test under go test -short (make test-short), the
+// inner loop that leaves out what needs real hosts, PostgreSQL servers,
+// builds from source or the kernel, naming what the test needs. Only
+// -short skips this way: make test, which CI runs, runs every test, and
+// RequireEnv has no say over it.
+func SkipShort(t testing.TB, needs string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("SKIPPED IN -short: needs %s (make test runs it)", needs)
+	}
+}
+
+// RequireRoot skips (or fails, see Skip) unless the test runs as root. The
+// tests that need root use real hosts, sysctls or huge pages: they skip
+// under -short (SkipShort).
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	SkipShort(t, "root (real hosts, sysctls, huge pages)")
 	if os.Geteuid() != 0 {
 		Skip(t, "needs root (network namespaces, sysctls, huge pages)")
 	}

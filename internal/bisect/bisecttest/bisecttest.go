@@ -1,10 +1,12 @@
 // Package bisecttest gives the bisect tests real git repositories: the
-// PostgreSQL 15.18 source tarball committed with a handful of commits on
-// top, exactly one of which slows down every query, and a tiny repository
-// for the range logic. It is used by tests only.
+// PostgreSQL 15.18 source tarball (pgbuildtest.Tarball) committed with a
+// handful of commits on top, exactly one of which slows down every query,
+// and a tiny repository for the range logic. It is used by tests only.
 package bisecttest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,26 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild/pgbuildtest"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
-
-// DefaultTarball is where .ci/fetch-postgres-source.sh leaves the source;
-// PGBENCH_TEST_PG_TARBALL overrides it.
-const DefaultTarball = "/var/cache/pgbench-test/src/postgresql-15_15.18.orig.tar.bz2"
-
-// CacheEnv overrides DefaultCache.
-const CacheEnv = "PGBENCH_TEST_BISECT_CACHE"
-
-// DefaultCache holds the builds and the ccache of the bisect tests. The
-// commits of Repo have the same hashes on every run, so the builds of one
-// test serve the next (the runner's and the provider's bisect the same
-// commits): on a fresh machine the first test builds, the others reuse.
-// .ci/run empties it, so CI always builds for real once.
-const DefaultCache = "/var/cache/pgbench-test/bisect"
-
-// ConfigureFlags are the configure flags of every test build: no
-// readline, no ICU, which keeps the build dependencies and time down.
-var ConfigureFlags = []string{"--without-readline", "--without-icu"}
 
 // Commit is one commit of a test repository.
 type Commit struct {
@@ -86,38 +72,14 @@ var edits = []edit{
 		"*		int2vectorrecv			- converts the external binary format to int2vector"},
 }
 
-// Tarball is the PostgreSQL source tarball; it skips (or fails, see
-// testhost.Skip) when it is missing.
-func Tarball(t testing.TB) string {
-	t.Helper()
-	p := os.Getenv("PGBENCH_TEST_PG_TARBALL")
-	if p == "" {
-		p = DefaultTarball
-	}
-	if _, err := os.Stat(p); err != nil {
-		testhost.Skip(t, "PostgreSQL source tarball %s missing (run .ci/fetch-postgres-source.sh): %v", p, err)
-	}
-	return p
-}
-
-// Cache is the shared directory of the test builds and ccache, made
-// reachable by the PostgreSQL user.
+// Cache is the shared directory of the test builds and their ccache
+// (pgbuildtest.Cache). The commits of Repo have the same hashes on every
+// run, so the builds of one test serve the next (the runner's and the
+// provider's bisect the same commits): on a fresh machine the first test
+// builds, the others reuse.
 func Cache(t testing.TB) (builds, ccache string) {
 	t.Helper()
-	dir := os.Getenv(CacheEnv)
-	if dir == "" {
-		dir = DefaultCache
-	}
-	builds, ccache = filepath.Join(dir, "builds"), filepath.Join(dir, "ccache")
-	for _, d := range []string{dir, builds, ccache} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatalf("make %s: %v", d, err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return builds, ccache
+	return pgbuildtest.Cache(t)
 }
 
 // git runs git in dir with a fixed author, committer and date, so the same
@@ -147,16 +109,48 @@ func Git(t testing.TB, dir string, args ...string) string {
 // base is the date of the tarball's commit; each edit comes a minute later.
 var base = time.Date(2025, 2, 20, 12, 0, 0, 0, time.UTC)
 
-// PostgreSQL makes the repository in a directory of its own under the
-// test's temporary directory (about ten seconds): the tarball as one commit,
-// then the edits.
+// PostgreSQL is the repository (the tarball as one commit, then the
+// edits), made once per shared cache (pgbuildtest.CacheDir) and kept there:
+// its commits have the same hashes on every run, and the tests only read
+// it (a bisect fetches from it), so the runner's and the provider's
+// bisects use one. Making it takes about ten seconds.
 func PostgreSQL(t testing.TB) *Repo {
 	t.Helper()
-	tb := Tarball(t)
+	tb := pgbuildtest.Tarball(t)
 	testhost.RequireCommand(t, "git")
 	testhost.RequireCommand(t, "tar")
 	testhost.RequireCommand(t, "bzip2")
-	dir := filepath.Join(t.TempDir(), "postgresql")
+	sum, err := digest.FileSHA256(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sha256.Sum256(fmt.Appendf(nil, "%s %q", sum, edits))
+	root := pgbuildtest.CacheDir(t, "repos")
+	dir := filepath.Join(root, hex.EncodeToString(key[:8]))
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		// Made aside and renamed into place whole: a test binary beside
+		// this one either finds it finished or makes its own, and the
+		// second rename finds the first in place.
+		tmp, err := os.MkdirTemp(root, "new-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		made := filepath.Join(tmp, "postgresql")
+		makePostgreSQL(t, tb, made)
+		if err := os.Rename(made, dir); err != nil {
+			if _, serr := os.Stat(filepath.Join(dir, ".git")); serr != nil {
+				t.Fatalf("keep the test repository: %v", err)
+			}
+		}
+	}
+	return readPostgreSQL(t, dir)
+}
+
+// makePostgreSQL makes the repository in dir: the tarball as one commit,
+// then the edits.
+func makePostgreSQL(t testing.TB, tb, dir string) {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +159,7 @@ func PostgreSQL(t testing.TB) *Repo {
 	}
 	git(t, dir, base, "init", "-q", "-b", "master")
 	git(t, dir, base, "add", "-A")
-	git(t, dir, base, "commit", "-q", "-m", "PostgreSQL 15.18")
-	r := &Repo{Dir: dir, Base: Commit{Hash: git(t, dir, base, "rev-parse", "HEAD"), Subject: "PostgreSQL 15.18"}}
+	git(t, dir, base, "commit", "-q", "-m", baseSubject)
 	for i, e := range edits {
 		when := base.Add(time.Duration(i+1) * time.Minute)
 		p := filepath.Join(dir, e.file)
@@ -181,16 +174,36 @@ func PostgreSQL(t testing.TB) *Repo {
 			t.Fatal(err)
 		}
 		git(t, dir, when, "commit", "-q", "-a", "-m", e.subject)
-		c := Commit{Hash: git(t, dir, when, "rev-parse", "HEAD"), Subject: e.subject}
-		r.Commits = append(r.Commits, c)
-		if e.subject == SlowSubject {
-			r.Slow = c
-		}
 	}
 	// Packed, a depth-1 fetch of one commit reuses the pack's deltas.
 	git(t, dir, base, "gc", "-q")
+}
+
+// readPostgreSQL reads the commits of the repository in dir.
+func readPostgreSQL(t testing.TB, dir string) *Repo {
+	t.Helper()
+	r := &Repo{Dir: dir}
+	for i, line := range strings.Split(git(t, dir, base, "log", "--reverse", "--format=%H %s", "master"), "\n") {
+		hash, subject, _ := strings.Cut(line, " ")
+		c := Commit{Hash: hash, Subject: subject}
+		switch {
+		case i == 0:
+			r.Base = c
+		default:
+			r.Commits = append(r.Commits, c)
+		}
+		if subject == SlowSubject {
+			r.Slow = c
+		}
+	}
+	if r.Base.Subject != baseSubject || len(r.Commits) != len(edits) || r.Slow.Hash == "" {
+		t.Fatalf("test repository %s: base %+v, %d commits, slow %+v; want %q, %d and the slow one", dir, r.Base, len(r.Commits), r.Slow, baseSubject, len(edits))
+	}
 	return r
 }
+
+// baseSubject is the subject of the tarball's commit.
+const baseSubject = "PostgreSQL 15.18"
 
 // Small makes a repository of n commits, "commit 1" to "commit n", each
 // tagged c1..cn, for the range logic; nothing in it builds.
