@@ -172,7 +172,7 @@ func historyChanges(ctx context.Context, args []string) error {
 			return o.emit(nil, err, nil)
 		}
 		defer db.Close()
-		if points, err = db.Points(ctx); err != nil {
+		if points, err = db.Points(ctx, resultsdb.Filter{}); err != nil {
 			return o.emit(nil, err, nil)
 		}
 	} else {

@@ -43,12 +43,14 @@ func (db *DB) Entries(ctx context.Context, f Filter) ([]report.HistoryEntry, err
 	return out, nil
 }
 
-// Points returns every comparison as change detection sees it, without
-// decoding the stored entries.
-func (db *DB) Points(ctx context.Context) ([]report.SeriesPoint, error) {
+// Points returns the comparisons that match f as change detection sees
+// them, without decoding the stored entries.
+func (db *DB) Points(ctx context.Context, f Filter) ([]report.SeriesPoint, error) {
 	rows, err := db.conn.Query(ctx, `SELECT c.host_class, c.mode, c.scale, x.clients, c.duration_seconds, c.protocol,
 		x.baseline, x.candidate, x.campaign, x.recorded_at, c.started_at, x.delta_pct
-		FROM pgbench_comparisons x JOIN pgbench_campaigns c ON c.id = x.campaign`)
+		FROM pgbench_comparisons x JOIN pgbench_campaigns c ON c.id = x.campaign
+		WHERE ($1 = '' OR x.baseline = $1) AND ($2 = '' OR x.candidate = $2) AND ($3 = 0 OR x.clients = $3)`,
+		f.Baseline, f.Candidate, f.Clients)
 	if err != nil {
 		return nil, fmt.Errorf("read the results database at %s: %w", db.addr, err)
 	}

@@ -117,7 +117,7 @@ func TestChangesFromDatabase(t *testing.T) {
 	if _, err := db.Write(ctx, entries, nil); err != nil {
 		t.Fatal(err)
 	}
-	points, err := db.Points(ctx)
+	points, err := db.Points(ctx, resultsdb.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,15 +27,48 @@ const Password = "s3cret-Pa55word"
 // Start starts a server for the rest of the test and returns the URL of
 // its postgres database. It skips loudly (or fails, see testhost.Skip)
 // when the binaries are not installed.
-func Start(t testing.TB) string {
+func Start(t testing.TB) string { return StartServer(t).URL }
+
+// Server is a running test server.
+type Server struct {
+	// URL is the URL of its postgres database, with Password in it.
+	URL     string
+	cluster *pgctl.Cluster
+	remove  func()
+}
+
+// StartServer starts a server for the rest of the test.
+func StartServer(t testing.TB) *Server {
 	t.Helper()
 	requireBinaries(t)
-	url, stop, err := startServer()
+	s, err := startServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stop)
-	return url
+	t.Cleanup(s.close)
+	return s
+}
+
+// Stop stops the server, keeping its data: its port refuses connections
+// until Start.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.cluster.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Start starts the stopped server again on the same port.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	if err := s.cluster.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) close() {
+	s.cluster.Stop(context.Background())
+	s.remove()
 }
 
 // Database returns the URL of a new, empty database on a server shared by
@@ -44,12 +77,12 @@ func Start(t testing.TB) string {
 func Database(t testing.TB) string {
 	t.Helper()
 	requireBinaries(t)
-	shared.once.Do(func() { shared.url, shared.stop, shared.err = startServer() })
+	shared.once.Do(func() { shared.server, shared.err = startServer() })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, shared.url)
+	conn, err := pgx.Connect(ctx, shared.server.URL)
 	if err != nil {
 		t.Fatalf("connect to the shared server: %v", err)
 	}
@@ -61,23 +94,22 @@ func Database(t testing.TB) string {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
-	return strings.Replace(shared.url, "/postgres?", "/"+name+"?", 1)
+	return strings.Replace(shared.server.URL, "/postgres?", "/"+name+"?", 1)
 }
 
 var shared struct {
-	once sync.Once
-	mu   sync.Mutex
-	n    int
-	url  string
-	stop func()
-	err  error
+	once   sync.Once
+	mu     sync.Mutex
+	n      int
+	server *Server
+	err    error
 }
 
 // Main runs the tests and stops the shared server, if one was started.
 func Main(m *testing.M) int {
 	code := m.Run()
-	if shared.stop != nil {
-		shared.stop()
+	if shared.server != nil {
+		shared.server.close()
 	}
 	return code
 }
@@ -89,10 +121,10 @@ func requireBinaries(t testing.TB) {
 }
 
 // startServer initdbs and starts a server on a free loopback port.
-func startServer() (url string, stop func(), err error) {
+func startServer() (*Server, error) {
 	port, err := FreePort()
 	if err != nil {
-		return "", nil, fmt.Errorf("free port: %w", err)
+		return nil, fmt.Errorf("free port: %w", err)
 	}
 	ctx := context.Background()
 	c, cleanup, err := pgctl.Scratch(ctx, BinDir, map[string]string{
@@ -100,17 +132,14 @@ func startServer() (url string, stop func(), err error) {
 		"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "shared_buffers": "128MB",
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("scratch cluster: %w", err)
+		return nil, fmt.Errorf("scratch cluster: %w", err)
 	}
 	if err := c.Start(ctx); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("start PostgreSQL: %w", err)
+		return nil, fmt.Errorf("start PostgreSQL: %w", err)
 	}
-	stop = func() {
-		c.Stop(context.Background())
-		cleanup()
-	}
-	return fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", Password, port), stop, nil
+	url := fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", Password, port)
+	return &Server{URL: url, cluster: c, remove: cleanup}, nil
 }
 
 // FreePort returns a loopback TCP port nothing listens on at the moment.
