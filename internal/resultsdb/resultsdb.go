@@ -28,6 +28,11 @@ const EnvURL = "PGBENCH_HISTORY_DATABASE_URL"
 // hung pipeline.
 const DefaultConnectTimeout = 15 * time.Second
 
+// MaxConnectWait bounds all of Open's attempts together: pgx tries each
+// address a name resolves to, and with sslmode=prefer each twice, every
+// one for the connect timeout.
+const MaxConnectWait = 45 * time.Second
+
 // ParseURL checks that s is a PostgreSQL URL (postgres:// or
 // postgresql://) that pgx accepts, and returns its connection settings.
 // Its errors never contain the password.
@@ -90,7 +95,9 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{addr: Address(cfg)}
-	db.conn, err = pgx.ConnectConfig(ctx, cfg)
+	connectCtx, cancel := context.WithTimeout(ctx, MaxConnectWait)
+	db.conn, err = pgx.ConnectConfig(connectCtx, cfg)
+	cancel()
 	if err != nil {
 		return nil, &UnreachableError{Addr: db.addr, Err: connectCause(err, cfg)}
 	}
