@@ -8,7 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 )
 
 // PendingSuffix names the file beside a history that lists, one id a line,
@@ -72,10 +73,12 @@ func updatePending(hist string, change func([]string) []string) error {
 	if err != nil {
 		return fmt.Errorf("open pending campaigns: %w", err)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	lock, err := filelock.Wait(f, filelock.Exclusive)
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
+	defer lock.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return err
