@@ -44,37 +44,10 @@ func terraformIn(t *testing.T, dir string, env []string, args ...string) []byte 
 // provider's schema with real terraform: init and validate, offline (the
 // provider is served from this process), and terraform fmt.
 func TestExampleCIValidates(t *testing.T) {
-	work := t.TempDir()
-	tfFiles, err := filepath.Glob(filepath.Join(exampleCIDir, "*.tf"))
-	if err != nil || len(tfFiles) == 0 {
-		t.Fatalf("no Terraform files in %s (%v)", exampleCIDir, err)
-	}
-	for _, f := range tfFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := []string{"TF_REATTACH_PROVIDERS=" + reattachProvider(t)}
-	terraformIn(t, work, env, "fmt", "-check", "-diff")
-	terraformIn(t, work, env, "init", "-backend=false", "-no-color")
-	out := terraformIn(t, work, env, "validate", "-json", "-no-color")
+	work, env := validateExample(t, exampleCIDir)
 	var v struct {
-		Valid       bool `json:"valid"`
-		Diagnostics []struct {
-			Severity, Summary, Detail string
-		} `json:"diagnostics"`
+		Valid bool `json:"valid"`
 	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("terraform validate -json: %v\n%s", err, out)
-	}
-	if !v.Valid || len(v.Diagnostics) > 0 {
-		t.Errorf("examples/ci: valid %v, diagnostics %+v; want valid with none", v.Valid, v.Diagnostics)
-	}
-
 	// The provider's schema is what validated it: an attribute it does not
 	// have makes the same directory invalid.
 	bogus := "resource \"pgbench_ab_benchmark\" \"bogus\" {\n  host_connection = pgbench_host.ci.connection_info\n  no_such_attribute = 1\n}\n"
@@ -84,7 +57,7 @@ func TestExampleCIValidates(t *testing.T) {
 	cmd := exec.Command(terraformBin(t), "validate", "-json", "-no-color")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1", env[0])
-	out, _ = cmd.Output()
+	out, _ := cmd.Output()
 	if err := json.Unmarshal(out, &v); err != nil || v.Valid || !strings.Contains(string(out), "no_such_attribute") {
 		t.Errorf("with an unknown attribute: valid %v (%v), want invalid naming it\n%s", v.Valid, err, out)
 	}
@@ -275,4 +248,43 @@ func TestExampleCISlowDownCheck(t *testing.T) {
 func hclString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// validateExample copies the Terraform files of dir into a new directory
+// and checks them with real terraform against this provider's schema
+// (served from this process, offline): fmt, init and validate with no
+// diagnostics. It returns the directory and the environment it used.
+func validateExample(t *testing.T, dir string) (string, []string) {
+	t.Helper()
+	work := t.TempDir()
+	tfFiles, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil || len(tfFiles) == 0 {
+		t.Fatalf("no Terraform files in %s (%v)", dir, err)
+	}
+	for _, f := range tfFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"TF_REATTACH_PROVIDERS=" + reattachProvider(t)}
+	terraformIn(t, work, env, "fmt", "-check", "-diff")
+	terraformIn(t, work, env, "init", "-backend=false", "-no-color")
+	out := terraformIn(t, work, env, "validate", "-json", "-no-color")
+	var v struct {
+		Valid       bool `json:"valid"`
+		Diagnostics []struct {
+			Severity, Summary, Detail string
+		} `json:"diagnostics"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("terraform validate -json: %v\n%s", err, out)
+	}
+	if !v.Valid || len(v.Diagnostics) > 0 {
+		t.Errorf("%s: valid %v, diagnostics %+v; want valid with none", dir, v.Valid, v.Diagnostics)
+	}
+	return work, env
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/resultsdb"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerbin"
 )
 
@@ -42,6 +43,9 @@ type providerData struct {
 	aws     awsConfig
 	runner  runnerSource
 	now     func() time.Time
+	// historyURL is the results database collected campaigns are written
+	// to ("" for none): the history block's, else the environment's.
+	historyURL string
 }
 
 // awsConfig is the provider's aws block, used by EC2 hosts.
@@ -167,6 +171,24 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 					},
 				},
 			},
+			"history": schema.SingleNestedBlock{
+				MarkdownDescription: "A PostgreSQL results database every collected `pgbench_ab_benchmark` campaign is also written to, " +
+					"so CI workspaces that come and go share one history (`pgbench-runner history --database`, " +
+					"`history changes`, the `pgbench_history` data source). The schema is created and migrated on first use. " +
+					"When the database cannot be reached the apply still succeeds, with a warning naming its host and port: the " +
+					"campaign stays in the local `history.jsonl`, marked pending in `history.jsonl.pending`, and the next apply " +
+					"(or `pgbench-runner history import`) writes it.",
+				Attributes: map[string]schema.Attribute{
+					"database_url": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						MarkdownDescription: "URL of the database, `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (pgx's parameters such as " +
+							"`sslmode` and `connect_timeout` apply; the connection times out after 15 s unless `connect_timeout` says otherwise). " +
+							"Falls back to `" + resultsdb.EnvURL + "`.",
+						Validators: []validator.String{postgresURL{}},
+					},
+				},
+			},
 			"runner": schema.SingleNestedBlock{
 				MarkdownDescription: "Which `pgbench-runner` binary is uploaded to hosts. " +
 					"By default the provider uploads the runner embedded in it for the host's architecture.",
@@ -183,8 +205,13 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 }
 
 type providerModel struct {
-	AWS    *awsModel    `tfsdk:"aws"`
-	Runner *runnerModel `tfsdk:"runner"`
+	AWS     *awsModel     `tfsdk:"aws"`
+	History *historyModel `tfsdk:"history"`
+	Runner  *runnerModel  `tfsdk:"runner"`
+}
+
+type historyModel struct {
+	DatabaseURL types.String `tfsdk:"database_url"`
 }
 
 type awsModel struct {
@@ -261,6 +288,11 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 			data.runner = fileRunner(p)
 		}
 	}
+	data.historyURL = historyDatabaseURL(cfg.History)
+	if _, err := resultsdb.ParseURL(data.historyURL); data.historyURL != "" && err != nil {
+		// The attribute was checked at validation; this is the variable.
+		resp.Diagnostics.AddError("Invalid Results Database URL", fmt.Sprintf("%s: %v. Set it to a postgres:// URL or unset it.", resultsdb.EnvURL, err))
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -273,7 +305,7 @@ func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource 
 }
 
 func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewRunnerDataSource}
+	return []func() datasource.DataSource{NewRunnerDataSource, NewHistoryDataSource}
 }
 
 // configuredData returns the provider's data handed to a resource or data

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	posixpath "path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -295,7 +294,7 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	logABSummary(ctx, res)
-	resp.Diagnostics.Append(plan.collect(ctx, conn, ex, res, local, plog)...)
+	resp.Diagnostics.Append(plan.collect(ctx, conn, ex, res, local, r.data.historyURL, plog)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -305,7 +304,7 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 // collect brings the finished campaign's report home into local and sets
 // local_report_dir and local_files. On failure nothing is in state yet, so
 // the next apply finds the finished journal and collects again.
-func (m *abBenchmarkModel) collect(ctx context.Context, conn connectionModel, ex remote.Executor, res *report.Results, local string, plog *progressLog) diag.Diagnostics {
+func (m *abBenchmarkModel) collect(ctx context.Context, conn connectionModel, ex remote.Executor, res *report.Results, local, dbURL string, plog *progressLog) diag.Diagnostics {
 	var d diag.Diagnostics
 	dir := m.ReportDir.ValueString()
 	logf := func(s string) {
@@ -321,13 +320,9 @@ func (m *abBenchmarkModel) collect(ctx context.Context, conn connectionModel, ex
 	m.LocalReportDir = types.StringValue(local)
 	m.LocalFiles, d = types.MapValueFrom(ctx, types.StringType, sums)
 	if res != nil {
-		// A campaign's first collection goes into the history beside it.
-		hist := filepath.Join(filepath.Dir(local), historyFile)
-		if err := report.AppendHistory(hist, report.HistoryEntries(res, m.ID.ValueString(), time.Now().UTC())); err != nil {
-			d.AddWarning("Campaign Not Added To History", fmt.Sprintf("The report is collected in %s, but appending it to %s failed: %v.", local, hist, err))
-		} else {
-			logf("added to the history in " + hist)
-		}
+		// A campaign's first collection goes into the history beside it
+		// and into the results database.
+		d.Append(recordHistory(ctx, dbURL, local, m.ID.ValueString(), report.HistoryEntries(res, m.ID.ValueString(), time.Now().UTC()), logf)...)
 	}
 	return d
 }
@@ -355,6 +350,12 @@ func (r *abBenchmarkResource) Read(ctx context.Context, req resource.ReadRequest
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
+	}
+	// Campaigns an earlier apply could not write to the results database
+	// are written now.
+	if r.data != nil && state.LocalReportDir.ValueString() != "" {
+		resp.Diagnostics.Append(pushPendingHistory(ctx, r.data.historyURL, historyBeside(state.LocalReportDir.ValueString()),
+			func(s string) { tflog.Info(ctx, s) })...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -432,7 +433,7 @@ func (r *abBenchmarkResource) recollect(ctx context.Context, state *abBenchmarkM
 	defer ex.Close()
 	plog := openProgressLog(ctx, local)
 	defer plog.Close()
-	d.Append(state.collect(ctx, conn, ex, nil, local, plog)...)
+	d.Append(state.collect(ctx, conn, ex, nil, local, r.data.historyURL, plog)...)
 	return d
 }
 

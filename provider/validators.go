@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/resultsdb"
 )
 
 // packageNames refuses names a package manager would take as options, by
@@ -53,5 +54,23 @@ func (v durationValidator) ValidateString(ctx context.Context, req validator.Str
 	if err != nil || d < v.min || (v.max != 0 && d > v.max) {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Duration",
 			fmt.Sprintf("%q %s.", req.ConfigValue.ValueString(), v.Description(ctx)))
+	}
+}
+
+// postgresURL accepts a postgres:// or postgresql:// URL that pgx can use,
+// by the results database's own parser; its message never repeats the URL,
+// which holds a password.
+type postgresURL struct{}
+
+func (postgresURL) Description(context.Context) string {
+	return "must be a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+}
+func (v postgresURL) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (postgresURL) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := resultsdb.ParseURL(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Results Database URL", err.Error()+".")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/resultsdb"
 )
 
 // handHistory is a history as a person would write it: two campaigns of
@@ -104,6 +105,7 @@ func TestHistoryFromResults(t *testing.T) {
 }
 
 func TestHistoryBadInput(t *testing.T) {
+	t.Setenv(resultsdb.EnvURL, "")
 	dir := t.TempDir()
 	good := writeSamples(t, dir, "good.jsonl", handHistory)
 	tests := []struct {
@@ -111,7 +113,7 @@ func TestHistoryBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no file", nil, "want one history file"},
+		{"no file", nil, "want a history file (history FILE) or a results database"},
 		{"two files", []string{good, good}, "got 2 arguments"},
 		{"missing file", []string{filepath.Join(dir, "nope.jsonl")}, "no such file"},
 		{"malformed line", []string{writeSamples(t, dir, "bad.jsonl", handHistory+"{\"history_version\":1,\n")}, "history line 5:"},

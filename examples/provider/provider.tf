@@ -4,6 +4,12 @@ provider "pgbench" {
     region = "us-east-2"
   }
 
+  # Also write every collected campaign to a PostgreSQL results database
+  # (or set PGBENCH_HISTORY_DATABASE_URL):
+  # history {
+  #   database_url = var.results_database_url
+  # }
+
   # Upload a runner you built yourself instead of the embedded one:
   # runner {
   #   path = "${path.module}/pgbench-runner-linux-amd64"
