@@ -108,9 +108,9 @@ data "pgbench_history" "h" {
 // the next apply, with the database up, writes it.
 func TestAccABBenchmarkHistoryPending(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	server := resultsdbtest.StartServer(t)
-	runner := abInstallRunner(t)
+	runner := installRunner(t)
 	local := filepath.Join(t.TempDir(), "results", "nightly")
 	hist := filepath.Join(filepath.Dir(local), historyFile)
 	config := fmt.Sprintf(`
@@ -143,7 +143,7 @@ resource "pgbench_ab_benchmark" "t" {
     iterations = 3
   }
 }
-`, server.URL, runner, local, abPGBin, abPGBin)
+`, server.URL, runner, local, systemPGBin, systemPGBin)
 	var id string
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
