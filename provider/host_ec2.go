@@ -17,7 +17,11 @@ import (
 	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
@@ -186,6 +190,33 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 				MarkdownDescription: "How long to wait for the host keys on the console (EC2 fills it a few minutes after boot). A Go duration, default `10m`.",
 				Validators:          []validator.String{durationValidator{min: time.Millisecond}},
 			},
+			"metadata_http_tokens": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("required"),
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceUnlessNew,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Instance metadata service: `required` (default) answers only IMDSv2 session requests, " +
+					"as AWS's security baselines expect; `optional` allows IMDSv1 too.",
+				Validators: []validator.String{stringvalidator.OneOf("required", "optional")},
+			},
+			"metadata_hop_limit": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(replaceUnlessNewInt64,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Hop limit of the metadata service's token responses. Default `1`: the token does not reach containers behind a bridge.",
+				Validators:          []validator.Int64{int64validator.Between(1, 64)},
+			},
+			"root_volume_encrypted": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplaceIf(replaceUnlessNewBool,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Encrypt the root EBS volume at rest. Default `true`; the credentials then need " +
+					"the KMS key's permissions (the account's default EBS key unless `root_volume_kms_key_id` is set).",
+			},
+			"root_volume_kms_key_id": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "KMS key (id, ARN or alias ARN) to encrypt the root volume with. Default: the account's default EBS key.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
 			"poll_interval": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2PollInterval),
 				MarkdownDescription: "How often to check the instance's state while waiting for it to run or terminate. A Go duration, default `15s`.",
@@ -320,6 +351,8 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		spec.RootVolume = ec2host.RootVolume{SizeGB: int32(rv.SizeGB.ValueInt64()), Type: rv.Type.ValueString(),
 			IOPS: int32(rv.IOPS.ValueInt64()), Throughput: int32(rv.Throughput.ValueInt64())}
 	}
+	spec.RootVolume.Encrypted, spec.RootVolume.KMSKeyID = e.RootVolumeEncrypted.ValueBool(), e.RootVolumeKMSKeyID.ValueString()
+	spec.MetadataHTTPTokens, spec.MetadataHopLimit = e.MetadataHTTPTokens.ValueString(), int32(e.MetadataHopLimit.ValueInt64())
 	if !e.Tags.IsNull() && !e.Tags.IsUnknown() {
 		diags.Append(e.Tags.ElementsAs(ctx, &spec.Tags, false)...)
 	}
@@ -505,6 +538,11 @@ func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2h
 	}
 	if err == nil && makeGroup {
 		err = c.PreflightSecurityGroup(ctx, name, e.VPCID.ValueString())
+	}
+	if err == nil && e.HostKeyPolicy.ValueString() == hostKeyConsole {
+		// Only this policy fails without the console; the others fall
+		// back to the first key seen.
+		err = c.PreflightConsoleOutput(ctx)
 	}
 	if err == nil {
 		return true
@@ -710,6 +748,16 @@ func replaceUnlessNew(_ context.Context, req planmodifier.StringRequest, resp *s
 	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
 }
 
+// replaceUnlessNewInt64 and replaceUnlessNewBool are replaceUnlessNew
+// for numbers and switches.
+func replaceUnlessNewInt64(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
+}
+
+func replaceUnlessNewBool(_ context.Context, req planmodifier.BoolRequest, resp *boolplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
+}
+
 // hostKeySourceKept plans host_key_source: unknown on create, else the
 // state's value; a state from before it existed pinned its key on first
 // use, which is what it records then.
@@ -763,26 +811,30 @@ func (v ec2ExactlyOne) ValidateObject(ctx context.Context, req validator.ObjectR
 
 // ec2Model is the ec2 block of pgbench_host.
 type ec2Model struct {
-	Region            types.String        `tfsdk:"region"`
-	InstanceType      types.String        `tfsdk:"instance_type"`
-	AMI               types.String        `tfsdk:"ami"`
-	Image             *ec2ImageModel      `tfsdk:"image"`
-	SubnetID          types.String        `tfsdk:"subnet_id"`
-	VPCID             types.String        `tfsdk:"vpc_id"`
-	SecurityGroupIDs  types.List          `tfsdk:"security_group_ids"`
-	SSHCIDRs          types.List          `tfsdk:"ssh_cidrs"`
-	KeyName           types.String        `tfsdk:"key_name"`
-	PrivateKey        types.String        `tfsdk:"private_key"`
-	SSHUser           types.String        `tfsdk:"ssh_user"`
-	RootVolume        *ec2RootVolumeModel `tfsdk:"root_volume"`
-	AvailabilityZones types.List          `tfsdk:"availability_zones"`
-	Tags              types.Map           `tfsdk:"tags"`
-	Owner             types.String        `tfsdk:"owner"`
-	MaxLifetime       types.String        `tfsdk:"max_lifetime"`
-	HourlyPriceUSD    types.Float64       `tfsdk:"hourly_price_usd"`
-	PollInterval      types.String        `tfsdk:"poll_interval"`
-	HostKeyPolicy     types.String        `tfsdk:"host_key_policy"`
-	HostKeyWait       types.String        `tfsdk:"host_key_wait"`
+	Region              types.String        `tfsdk:"region"`
+	InstanceType        types.String        `tfsdk:"instance_type"`
+	AMI                 types.String        `tfsdk:"ami"`
+	Image               *ec2ImageModel      `tfsdk:"image"`
+	SubnetID            types.String        `tfsdk:"subnet_id"`
+	VPCID               types.String        `tfsdk:"vpc_id"`
+	SecurityGroupIDs    types.List          `tfsdk:"security_group_ids"`
+	SSHCIDRs            types.List          `tfsdk:"ssh_cidrs"`
+	KeyName             types.String        `tfsdk:"key_name"`
+	PrivateKey          types.String        `tfsdk:"private_key"`
+	SSHUser             types.String        `tfsdk:"ssh_user"`
+	RootVolume          *ec2RootVolumeModel `tfsdk:"root_volume"`
+	AvailabilityZones   types.List          `tfsdk:"availability_zones"`
+	Tags                types.Map           `tfsdk:"tags"`
+	Owner               types.String        `tfsdk:"owner"`
+	MaxLifetime         types.String        `tfsdk:"max_lifetime"`
+	HourlyPriceUSD      types.Float64       `tfsdk:"hourly_price_usd"`
+	PollInterval        types.String        `tfsdk:"poll_interval"`
+	HostKeyPolicy       types.String        `tfsdk:"host_key_policy"`
+	HostKeyWait         types.String        `tfsdk:"host_key_wait"`
+	MetadataHTTPTokens  types.String        `tfsdk:"metadata_http_tokens"`
+	MetadataHopLimit    types.Int64         `tfsdk:"metadata_hop_limit"`
+	RootVolumeEncrypted types.Bool          `tfsdk:"root_volume_encrypted"`
+	RootVolumeKMSKeyID  types.String        `tfsdk:"root_volume_kms_key_id"`
 
 	InstanceID               types.String `tfsdk:"instance_id"`
 	ImageID                  types.String `tfsdk:"image_id"`
@@ -827,3 +879,9 @@ func ec2RefuseImport(id string, diags *diag.Diagnostics) bool {
 }
 
 var ec2InstanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
+
+// ec2Update applies what changes in place on an instance; Update then
+// logs in as for any host.
+func (r *hostResource) ec2Update(ctx context.Context, m, prior *hostModel, diags *diag.Diagnostics) bool {
+	return true
+}

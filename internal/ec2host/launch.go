@@ -35,6 +35,10 @@ type RootVolume struct {
 	Type       string // gp3, io2, ...
 	IOPS       int32
 	Throughput int32 // MiB/s, gp3 only
+	// Encrypted encrypts the root volume at rest, with the KMS key
+	// KMSKeyID (empty: the account's default EBS key).
+	Encrypted bool
+	KMSKeyID  string
 }
 
 // Spec is what to launch.
@@ -57,6 +61,11 @@ type Spec struct {
 	Name  string            // the Name tag (optional)
 	Owner string            // the owner tag
 	Tags  map[string]string // extra tags; cannot override the managed ones
+	// MetadataHTTPTokens is "required" for IMDSv2 only, "optional" to
+	// allow IMDSv1 too; empty leaves EC2's default. MetadataHopLimit is
+	// the PUT response hop limit (0: EC2's default, 1).
+	MetadataHTTPTokens string
+	MetadataHopLimit   int32
 	// MaxLifetime is when the instance powers itself off and, being
 	// launched with shutdown behaviour terminate, terminates (default 12h).
 	MaxLifetime time.Duration
@@ -320,6 +329,15 @@ func (c *Client) runInput(ctx context.Context, spec Spec) (*ec2.RunInstancesInpu
 	if len(spec.SecurityGroupIDs) > 0 {
 		in.SecurityGroupIds = spec.SecurityGroupIDs
 	}
+	if spec.MetadataHTTPTokens != "" || spec.MetadataHopLimit > 0 {
+		in.MetadataOptions = &types.InstanceMetadataOptionsRequest{HttpEndpoint: types.InstanceMetadataEndpointStateEnabled}
+		if spec.MetadataHTTPTokens != "" {
+			in.MetadataOptions.HttpTokens = types.HttpTokensState(spec.MetadataHTTPTokens)
+		}
+		if spec.MetadataHopLimit > 0 {
+			in.MetadataOptions.HttpPutResponseHopLimit = aws.Int32(spec.MetadataHopLimit)
+		}
+	}
 	if rv := spec.RootVolume; rv != (RootVolume{}) {
 		// The root volume is the image's root device: another name
 		// would attach a second, unused volume beside the image's root.
@@ -342,6 +360,12 @@ func (c *Client) runInput(ctx context.Context, spec Spec) (*ec2.RunInstancesInpu
 		}
 		if rv.Throughput > 0 {
 			ebs.Throughput = aws.Int32(rv.Throughput)
+		}
+		if rv.Encrypted {
+			ebs.Encrypted = aws.Bool(true)
+			if rv.KMSKeyID != "" {
+				ebs.KmsKeyId = aws.String(rv.KMSKeyID)
+			}
 		}
 		in.BlockDeviceMappings = []types.BlockDeviceMapping{{DeviceName: aws.String(dev), Ebs: ebs}}
 	}

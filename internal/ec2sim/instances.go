@@ -47,6 +47,38 @@ type instance struct {
 	rootDevice                                                  string
 	volumes                                                     []Volume
 	console                                                     consoleKeys
+	metadata                                                    MetadataOptions
+}
+
+// MetadataOptions are an instance's instance metadata service settings,
+// as RunInstances' MetadataOptions set them.
+type MetadataOptions struct {
+	// HTTPTokens is "required" (IMDSv2 only) or "optional" (EC2's
+	// default for images that do not ask for IMDSv2).
+	HTTPTokens string
+	// HopLimit is the PUT response hop limit, 1 by default.
+	HopLimit int
+}
+
+// metadataOptions reads RunInstances' MetadataOptions as EC2 does,
+// refusing values EC2 refuses.
+func metadataOptions(f url.Values) (MetadataOptions, *apiError) {
+	m := MetadataOptions{HTTPTokens: "optional", HopLimit: 1}
+	switch t := f.Get("MetadataOptions.HttpTokens"); t {
+	case "":
+	case "optional", "required":
+		m.HTTPTokens = t
+	default:
+		return m, errf(400, "InvalidParameterValue", "Invalid value '%s' for MetadataOptions.HttpTokens", t)
+	}
+	if h := f.Get("MetadataOptions.HttpPutResponseHopLimit"); h != "" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 1 || n > 64 {
+			return m, errf(400, "InvalidParameterValue", "Invalid value '%s' for MetadataOptions.HttpPutResponseHopLimit", h)
+		}
+		m.HopLimit = n
+	}
+	return m, nil
 }
 
 // Volume is an EBS volume attached to an instance.
@@ -54,6 +86,10 @@ type Volume struct {
 	Device string
 	SizeGB int
 	Type   string
+	// Encrypted is true for a volume encrypted at rest, with the KMS key
+	// KMSKeyID (empty: the account's default EBS key).
+	Encrypted bool
+	KMSKeyID  string
 }
 
 // blockDevices resolves a RunInstances' BlockDeviceMapping against the
@@ -67,9 +103,13 @@ func blockDevices(f url.Values, img Image) ([]Volume, *apiError) {
 		if dev == "" {
 			return nil, errf(400, "MissingParameter", "The request must contain the parameter BlockDeviceMapping.%d.DeviceName", i)
 		}
-		v := Volume{Device: dev, Type: f.Get(p + ".Ebs.VolumeType")}
+		v := Volume{Device: dev, Type: f.Get(p + ".Ebs.VolumeType"), Encrypted: f.Get(p+".Ebs.Encrypted") == "true",
+			KMSKeyID: f.Get(p + ".Ebs.KmsKeyId")}
 		if v.Type == "" {
 			v.Type = "gp3"
+		}
+		if v.KMSKeyID != "" && !v.Encrypted {
+			return nil, errf(400, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
 		}
 		if sz := f.Get(p + ".Ebs.VolumeSize"); sz != "" {
 			n, err := strconv.Atoi(sz)
@@ -108,6 +148,8 @@ type InstanceInfo struct {
 	// EBS volumes, the root volume first.
 	RootDevice string
 	Volumes    []Volume
+	// Metadata is how the instance's metadata service answers.
+	Metadata MetadataOptions
 	// DeadMan above is the delay of a power-off the user data schedules
 	// relative to when it runs (systemd-run --on-active=N, shutdown +M);
 	// DeadManAt is the instant of one it schedules absolutely (the
@@ -127,7 +169,7 @@ func (s *Server) Instances() []InstanceInfo {
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
 			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.powerOff.after, DeadManAt: in.powerOff.at,
 			PowerOffAt: in.powerOffAt, ShutdownBehavior: in.shutdownBehavior,
-			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes)}
+			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes), Metadata: in.metadata}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
 		}
@@ -185,6 +227,10 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	volumes, verr := blockDevices(f, img)
 	if verr != nil {
 		return nil, verr
+	}
+	metadata, merr := metadataOptions(f)
+	if merr != nil {
+		return nil, merr
 	}
 	if typ == "" {
 		typ = "m1.small"
@@ -260,7 +306,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		id: s.newID("i"), reservation: s.newID("r"), imageID: image, typ: typ, zone: zone,
 		keyName: keyName, subnet: f.Get("SubnetId"), token: token, groups: groups,
 		state: Pending, launched: time.Now().UTC(), tags: tags, shutdownBehavior: behavior,
-		powerOff: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes,
+		powerOff: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes, metadata: metadata,
 	}
 	if in.subnet == "" {
 		in.subnet = "subnet-0sim" + zone[len(zone)-1:]
@@ -466,6 +512,8 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		Reason:      in.reason,
 		StateReason: in.stateReason, Architecture: "x86_64", RootDeviceType: "ebs",
 		RootDeviceName: in.rootDevice, VirtualizationType: "hvm", ClientToken: in.token,
+		MetadataOptions: xMetadataOptions{State: "applied", HTTPTokens: in.metadata.HTTPTokens,
+			HopLimit: in.metadata.HopLimit, HTTPEndpoint: "enabled"},
 		TagSet: xtags(in.tags),
 	}
 	if in.state != Terminated {
