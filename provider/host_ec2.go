@@ -879,9 +879,3 @@ func ec2RefuseImport(id string, diags *diag.Diagnostics) bool {
 }
 
 var ec2InstanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
-
-// ec2Update applies what changes in place on an instance; Update then
-// logs in as for any host.
-func (r *hostResource) ec2Update(ctx context.Context, m, prior *hostModel, diags *diag.Diagnostics) bool {
-	return true
-}

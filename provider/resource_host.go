@@ -68,7 +68,7 @@ func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"values first and fails with the server's answer, keeping the old working values in state, if they do not work; " +
 			"the resources on the host are not replaced. The address, the pinned host key, `local`, `install_dir`, `bootstrap` " +
 			"and `tuning` name another host or another setup and force replacement (replacing reverts the old tuning before " +
-			"applying the new); EC2 tags change in place too. If `pgbench-runner` has vanished from the host, refresh " +
+			"applying the new). If `pgbench-runner` has vanished from the host, refresh " +
 			"removes the resource from state so the next apply re-creates it; the tuning state file, if still there, " +
 			"keeps the original previous values.",
 		Attributes: map[string]schema.Attribute{
@@ -356,7 +356,7 @@ func (r *hostResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 // only then records them; a key the host refuses fails the update with the
 // host's answer and leaves the old, working values in state (so the next
 // plan shows the change again). An imported host's keys are filled in
-// here too, and EC2 tags change in place.
+// here too.
 func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m, prior hostModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
@@ -366,9 +366,6 @@ func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	// Whatever fails below, state keeps what worked before.
 	resp.State.Raw = req.State.Raw.Copy()
-	if m.EC2 != nil && !r.ec2Update(ctx, &m, &prior, &resp.Diagnostics) {
-		return
-	}
 	ex, err := m.connection().dial(ctx)
 	if err != nil {
 		at, what := m.credentialsPath()
