@@ -329,47 +329,65 @@ func (c *Client) runInput(ctx context.Context, spec Spec) (*ec2.RunInstancesInpu
 	if len(spec.SecurityGroupIDs) > 0 {
 		in.SecurityGroupIds = spec.SecurityGroupIDs
 	}
-	if spec.MetadataHTTPTokens != "" || spec.MetadataHopLimit > 0 {
-		in.MetadataOptions = &types.InstanceMetadataOptionsRequest{HttpEndpoint: types.InstanceMetadataEndpointStateEnabled}
-		if spec.MetadataHTTPTokens != "" {
-			in.MetadataOptions.HttpTokens = types.HttpTokensState(spec.MetadataHTTPTokens)
-		}
-		if spec.MetadataHopLimit > 0 {
-			in.MetadataOptions.HttpPutResponseHopLimit = aws.Int32(spec.MetadataHopLimit)
-		}
-	}
+	in.MetadataOptions = metadataOptions(spec)
 	if rv := spec.RootVolume; rv != (RootVolume{}) {
-		// The root volume is the image's root device: another name
-		// would attach a second, unused volume beside the image's root.
-		dev := rv.DeviceName
-		if dev == "" {
-			dev = im.RootDeviceName
+		m, err := rootVolumeMapping(rv, im)
+		if err != nil {
+			return nil, "", Image{}, err
 		}
-		if dev == "" {
-			return nil, "", Image{}, fmt.Errorf("image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
-		}
-		ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
-		if rv.SizeGB > 0 {
-			ebs.VolumeSize = aws.Int32(rv.SizeGB)
-		}
-		if rv.Type != "" {
-			ebs.VolumeType = types.VolumeType(rv.Type)
-		}
-		if rv.IOPS > 0 {
-			ebs.Iops = aws.Int32(rv.IOPS)
-		}
-		if rv.Throughput > 0 {
-			ebs.Throughput = aws.Int32(rv.Throughput)
-		}
-		if rv.Encrypted {
-			ebs.Encrypted = aws.Bool(true)
-			if rv.KMSKeyID != "" {
-				ebs.KmsKeyId = aws.String(rv.KMSKeyID)
-			}
-		}
-		in.BlockDeviceMappings = []types.BlockDeviceMapping{{DeviceName: aws.String(dev), Ebs: ebs}}
+		in.BlockDeviceMappings = []types.BlockDeviceMapping{m}
 	}
 	return in, token, im, nil
+}
+
+// rootVolumeMapping is the block device mapping that sets up the image's
+// root volume as rv asks.
+func rootVolumeMapping(rv RootVolume, im Image) (types.BlockDeviceMapping, error) {
+	// The root volume is the image's root device: another name
+	// would attach a second, unused volume beside the image's root.
+	dev := rv.DeviceName
+	if dev == "" {
+		dev = im.RootDeviceName
+	}
+	if dev == "" {
+		return types.BlockDeviceMapping{}, fmt.Errorf("image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
+	}
+	ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
+	if rv.SizeGB > 0 {
+		ebs.VolumeSize = aws.Int32(rv.SizeGB)
+	}
+	if rv.Type != "" {
+		ebs.VolumeType = types.VolumeType(rv.Type)
+	}
+	if rv.IOPS > 0 {
+		ebs.Iops = aws.Int32(rv.IOPS)
+	}
+	if rv.Throughput > 0 {
+		ebs.Throughput = aws.Int32(rv.Throughput)
+	}
+	if rv.Encrypted {
+		ebs.Encrypted = aws.Bool(true)
+		if rv.KMSKeyID != "" {
+			ebs.KmsKeyId = aws.String(rv.KMSKeyID)
+		}
+	}
+	return types.BlockDeviceMapping{DeviceName: aws.String(dev), Ebs: ebs}, nil
+}
+
+// metadataOptions are the launch's instance metadata settings, nil for
+// EC2's defaults.
+func metadataOptions(spec Spec) *types.InstanceMetadataOptionsRequest {
+	if spec.MetadataHTTPTokens == "" && spec.MetadataHopLimit == 0 {
+		return nil
+	}
+	o := &types.InstanceMetadataOptionsRequest{HttpEndpoint: types.InstanceMetadataEndpointStateEnabled}
+	if spec.MetadataHTTPTokens != "" {
+		o.HttpTokens = types.HttpTokensState(spec.MetadataHTTPTokens)
+	}
+	if spec.MetadataHopLimit > 0 {
+		o.HttpPutResponseHopLimit = aws.Int32(spec.MetadataHopLimit)
+	}
+	return o
 }
 
 // zoneToken derives the token of the i-th zone attempt; EC2 allows 64
