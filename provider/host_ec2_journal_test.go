@@ -337,6 +337,14 @@ func TestLaunchIgnoredAreInPlace(t *testing.T) {
 			for _, m := range a.PlanModifiers {
 				descs = append(descs, m.Description(context.Background()))
 			}
+		case schema.Int64Attribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
+		case schema.BoolAttribute:
+			for _, m := range a.PlanModifiers {
+				descs = append(descs, m.Description(context.Background()))
+			}
 		default:
 			return false, false
 		}
