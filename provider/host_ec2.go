@@ -17,7 +17,11 @@ import (
 	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
@@ -186,6 +190,33 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 				MarkdownDescription: "How long to wait for the host keys on the console (EC2 fills it a few minutes after boot). A Go duration, default `10m`.",
 				Validators:          []validator.String{durationValidator{min: time.Millisecond}},
 			},
+			"metadata_http_tokens": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("required"),
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceUnlessNew,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Instance metadata service: `required` (default) answers only IMDSv2 session requests, " +
+					"as AWS's security baselines expect; `optional` allows IMDSv1 too.",
+				Validators: []validator.String{stringvalidator.OneOf("required", "optional")},
+			},
+			"metadata_hop_limit": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(replaceUnlessNewInt64,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Hop limit of the metadata service's token responses. Default `1`: the token does not reach containers behind a bridge.",
+				Validators:          []validator.Int64{int64validator.Between(1, 64)},
+			},
+			"root_volume_encrypted": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplaceIf(replaceUnlessNewBool,
+					"Changing it replaces the instance.", "Changing it replaces the instance.")},
+				MarkdownDescription: "Encrypt the root EBS volume at rest. Default `true`; the credentials then need " +
+					"the KMS key's permissions (the account's default EBS key unless `root_volume_kms_key_id` is set).",
+			},
+			"root_volume_kms_key_id": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "KMS key (id, ARN or alias ARN) to encrypt the root volume with. Default: the account's default EBS key.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
 			"poll_interval": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultEC2PollInterval),
 				MarkdownDescription: "How often to check the instance's state while waiting for it to run or terminate. A Go duration, default `15s`.",
@@ -287,21 +318,68 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		return false
 	}
 	e.nullComputed()
-	lifetime, _ := time.ParseDuration(e.MaxLifetime.ValueString())
-	price, known := ec2host.HourlyPriceUSD(e.InstanceType.ValueString(), e.HourlyPriceUSD.ValueFloat64())
-	if known {
-		e.HourlyPriceUSD = types.Float64Value(price)
-	} else {
-		e.HourlyPriceUSD = types.Float64Null()
-		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("hourly_price_usd"), "Unknown Instance Price",
-			fmt.Sprintf("The built-in price table does not know %s, so no cost is computed. Set hourly_price_usd to the on-demand price.", e.InstanceType.ValueString()))
-	}
+	e.setPrice(diags)
 	token := ec2host.NewClientToken()
 	name := "pgbench-" + strings.TrimPrefix(token, "pgbench-")[:12]
 	adopted, ok := r.ec2Resume(ctx, c, j, e, token, diags)
 	if !ok {
 		return false
 	}
+	spec := ec2LaunchSpec(ctx, c, e, token, diags)
+	privateKey := e.PrivateKey.ValueString()
+	if adopted != nil && spec.KeyName == "" {
+		// The earlier create's key pair, from its journal entry.
+		spec.KeyName, privateKey = e.GeneratedKeyName.ValueString(), e.GeneratedPrivateKey.ValueString()
+	}
+	var kp ec2host.KeyPair
+	if spec.KeyName == "" {
+		if kp, err = ec2host.GenerateKeyPair(); err != nil {
+			diags.AddError("Key Generation Failed", err.Error())
+			return false
+		}
+		privateKey = string(kp.PrivateKeyPEM)
+	}
+	keyTags := map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}
+	cidrs := listStrings(ctx, e.SSHCIDRs)
+	makeGroup := len(cidrs) > 0 && adopted == nil
+	// An adopted instance exists already: nothing is launched or made.
+	if adopted == nil && !ec2Preflight(ctx, c, e, spec, name, kp.PublicKeyLine, keyTags, makeGroup, diags) {
+		return false
+	}
+	undo, ok := ec2MakeLaunchResources(ctx, c, j, e, &spec, name, kp, keyTags, cidrs, makeGroup, diags)
+	if !ok {
+		return false
+	}
+	spec.OnLaunched = func(id string) { ec2Record(ctx, m, j, id, state, diags) }
+	spec.OnZoneSkipped = func(zone string, err error) {
+		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("availability_zones"), "Availability Zone Skipped",
+			fmt.Sprintf("%s cannot launch %s now (%v); trying the next zone.", zone, spec.InstanceType, err))
+	}
+	in, err := launchOrAdopt(ctx, c, spec, adopted)
+	if err != nil {
+		ec2LaunchFailed(ctx, err, e, undo, diags)
+		return false
+	}
+	return ec2WaitReachable(ctx, c, e, in, privateKey, state, diags)
+}
+
+// setPrice fills in the hourly price from the built-in table, or warns
+// that no cost can be computed.
+func (e *ec2Model) setPrice(diags *diag.Diagnostics) {
+	price, known := ec2host.HourlyPriceUSD(e.InstanceType.ValueString(), e.HourlyPriceUSD.ValueFloat64())
+	if known {
+		e.HourlyPriceUSD = types.Float64Value(price)
+		return
+	}
+	e.HourlyPriceUSD = types.Float64Null()
+	diags.AddAttributeWarning(fwpath.Root("ec2").AtName("hourly_price_usd"), "Unknown Instance Price",
+		fmt.Sprintf("The built-in price table does not know %s, so no cost is computed. Set hourly_price_usd to the on-demand price.", e.InstanceType.ValueString()))
+}
+
+// ec2LaunchSpec is what the ec2 block asks to launch, with the owner tag
+// resolved and the client token of this create.
+func ec2LaunchSpec(ctx context.Context, c *ec2host.Client, e *ec2Model, token string, diags *diag.Diagnostics) ec2host.Spec {
+	lifetime, _ := time.ParseDuration(e.MaxLifetime.ValueString())
 	owner, err := c.Owner(ctx, e.Owner.ValueString())
 	if err != nil {
 		tflog.Info(ctx, "owner tag is the host name: no caller identity", map[string]any{"error": err.Error()})
@@ -320,116 +398,111 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		spec.RootVolume = ec2host.RootVolume{SizeGB: int32(rv.SizeGB.ValueInt64()), Type: rv.Type.ValueString(),
 			IOPS: int32(rv.IOPS.ValueInt64()), Throughput: int32(rv.Throughput.ValueInt64())}
 	}
+	spec.RootVolume.Encrypted, spec.RootVolume.KMSKeyID = e.RootVolumeEncrypted.ValueBool(), e.RootVolumeKMSKeyID.ValueString()
+	spec.MetadataHTTPTokens, spec.MetadataHopLimit = e.MetadataHTTPTokens.ValueString(), int32(e.MetadataHopLimit.ValueInt64())
 	if !e.Tags.IsNull() && !e.Tags.IsUnknown() {
 		diags.Append(e.Tags.ElementsAs(ctx, &spec.Tags, false)...)
 	}
 	if n, ok := spec.Tags["Name"]; ok {
 		spec.Name = n
 	}
-	privateKey := e.PrivateKey.ValueString()
-	if adopted != nil && spec.KeyName == "" {
-		// The earlier create's key pair, from its journal entry.
-		spec.KeyName, privateKey = e.GeneratedKeyName.ValueString(), e.GeneratedPrivateKey.ValueString()
-	}
-	var kp ec2host.KeyPair
-	if spec.KeyName == "" {
-		if kp, err = ec2host.GenerateKeyPair(); err != nil {
-			diags.AddError("Key Generation Failed", err.Error())
-			return false
-		}
-	}
-	keyTags := map[string]string{ec2host.TagManagedBy: ec2host.ManagedByValue}
-	cidrs := listStrings(ctx, e.SSHCIDRs)
-	makeGroup := len(cidrs) > 0 && adopted == nil
-	// An adopted instance exists already: nothing is launched or made.
-	if adopted == nil && !ec2Preflight(ctx, c, e, spec, name, kp.PublicKeyLine, keyTags, makeGroup, diags) {
-		return false
-	}
+	return spec
+}
 
-	// What exists before the launch is undone here if the launch fails:
-	// no instance means no state.
-	var undo []func(context.Context) error
-	cleanup := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-		defer cancel()
-		for i := len(undo) - 1; i >= 0; i-- {
-			if err := undo[i](cctx); err != nil {
-				diags.AddWarning("EC2 Clean-up Incomplete", fmt.Sprintf("%v. Delete it by hand.", err))
-			}
+// ec2Undo takes back, last first, what a create made before its launch
+// (a generated key pair, a temporary security group) when the launch
+// fails: no instance means no state.
+type ec2Undo []func(context.Context) error
+
+func (u ec2Undo) run(ctx context.Context, diags *diag.Diagnostics) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	for i := len(u) - 1; i >= 0; i-- {
+		if err := u[i](cctx); err != nil {
+			diags.AddWarning("EC2 Clean-up Incomplete", fmt.Sprintf("%v. Delete it by hand.", err))
 		}
 	}
+}
+
+// ec2MakeLaunchResources imports the generated key pair (kp, when spec
+// names none) and makes the temporary security group, noting each in the
+// launch journal first, and points spec at them.
+func ec2MakeLaunchResources(ctx context.Context, c *ec2host.Client, j *launchJournal, e *ec2Model, spec *ec2host.Spec, name string,
+	kp ec2host.KeyPair, keyTags map[string]string, cidrs []string, makeGroup bool, diags *diag.Diagnostics) (ec2Undo, bool) {
+	var undo ec2Undo
 	if spec.KeyName == "" {
 		j.noteKey(name, string(kp.PrivateKeyPEM), diags)
 		if _, err := c.ImportKeyPair(ctx, name, kp.PublicKeyLine, keyTags); err != nil {
 			diags.AddAttributeError(fwpath.Root("ec2"), "Key Pair Import Failed", fmt.Sprintf("%v. Check the credentials' ec2:ImportKeyPair permission, or set key_name and private_key.", err))
-			return false
+			return nil, false
 		}
 		undo = append(undo, func(ctx context.Context) error { return c.DeleteKeyPair(ctx, name) })
-		spec.KeyName, privateKey = name, string(kp.PrivateKeyPEM)
-		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(privateKey)
+		spec.KeyName = name
+		e.GeneratedKeyName, e.GeneratedPrivateKey = types.StringValue(name), types.StringValue(string(kp.PrivateKeyPEM))
 	}
 	if makeGroup {
 		j.noteGroup(name, e.VPCID.ValueString(), diags)
 		sg, err := c.CreateSSHSecurityGroup(ctx, name, e.VPCID.ValueString(), cidrs, 22)
 		if err != nil {
-			cleanup()
+			undo.run(ctx, diags)
 			diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_cidrs"), "Security Group Creation Failed", fmt.Sprintf("%v. Set vpc_id outside the default VPC, or pass security_group_ids.", err))
-			return false
+			return nil, false
 		}
 		undo = append(undo, func(ctx context.Context) error { return c.DeleteSecurityGroup(ctx, sg) })
 		spec.SecurityGroupIDs = []string{sg}
 		e.TemporarySecurityGroupID = types.StringValue(sg)
 		j.note(e, diags)
 	}
+	return undo, true
+}
 
-	// record puts the instance into state: from here on an error leaves a
-	// tainted resource whose destroy terminates it.
-	record := func(id string) {
-		e.InstanceID = types.StringValue(id)
-		j.note(e, diags)
-		diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
-		diags.Append(state.SetAttribute(ctx, fwpath.Root("install_dir"), m.InstallDir)...)
-		diags.Append(state.SetAttribute(ctx, fwpath.Root("timeouts"), m.Timeouts)...)
-		diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
-		tflog.Info(ctx, "launched ec2 instance", map[string]any{"instance_id": id, "type": spec.InstanceType})
+// ec2Record puts the launched instance into state: from here on an error
+// leaves a tainted resource whose destroy terminates it.
+func ec2Record(ctx context.Context, m *hostModel, j *launchJournal, id string, state *tfsdk.State, diags *diag.Diagnostics) {
+	e := m.EC2
+	e.InstanceID = types.StringValue(id)
+	j.note(e, diags)
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("id"), id)...)
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("install_dir"), m.InstallDir)...)
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("timeouts"), m.Timeouts)...)
+	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
+	tflog.Info(ctx, "launched ec2 instance", map[string]any{"instance_id": id, "type": e.InstanceType.ValueString()})
+}
+
+// ec2LaunchFailed reports a failed launch and undoes what was made for it
+// unless an instance it still holds is in state.
+func ec2LaunchFailed(ctx context.Context, err error, e *ec2Model, undo ec2Undo, diags *diag.Diagnostics) {
+	var le *ec2host.LaunchedError
+	var ce *ec2host.CapacityError
+	var ve *ec2host.VCPULimitError
+	switch {
+	case errors.As(err, &le) && le.TerminateErr != nil:
+		// Recorded through OnLaunched: the destroy terminates it.
+		diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. The instance is in state; `terraform destroy` terminates it.", err))
+	case errors.As(err, &ce):
+		undo.run(ctx, diags)
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("availability_zones"), "No EC2 Capacity", err.Error()+".")
+	case errors.As(err, &ve):
+		// EC2 refuses the quota before it creates anything.
+		undo.run(ctx, diags)
+		at, summary := ec2ErrorAt(err, e)
+		diags.AddAttributeError(at, summary, fmt.Sprintf("%v. No instance was launched; what the create made for it (a generated key pair, a temporary security group) was deleted.", err))
+	case !e.InstanceID.IsNull():
+		// Created anyway and terminated by Launch: it stays in state
+		// (tainted) so that destroy waits for terminated before
+		// deleting the key pair and group it still holds.
+		diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. Nothing is left running; the next apply or destroy finishes the clean-up.", err))
+	default:
+		undo.run(ctx, diags)
+		diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. No instance was launched.", err))
 	}
-	spec.OnLaunched = record
-	spec.OnZoneSkipped = func(zone string, err error) {
-		diags.AddAttributeWarning(fwpath.Root("ec2").AtName("availability_zones"), "Availability Zone Skipped",
-			fmt.Sprintf("%s cannot launch %s now (%v); trying the next zone.", zone, spec.InstanceType, err))
-	}
-	in, err := launchOrAdopt(ctx, c, spec, adopted)
-	if err != nil {
-		var le *ec2host.LaunchedError
-		var ce *ec2host.CapacityError
-		var ve *ec2host.VCPULimitError
-		switch {
-		case errors.As(err, &le) && le.TerminateErr != nil:
-			// Recorded through OnLaunched: the destroy terminates it.
-			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. The instance is in state; `terraform destroy` terminates it.", err))
-			return false
-		case errors.As(err, &ce):
-			cleanup()
-			diags.AddAttributeError(fwpath.Root("ec2").AtName("availability_zones"), "No EC2 Capacity", err.Error()+".")
-			return false
-		case errors.As(err, &ve):
-			// EC2 refuses the quota before it creates anything.
-			cleanup()
-			at, summary := ec2ErrorAt(err, e)
-			diags.AddAttributeError(at, summary, fmt.Sprintf("%v. No instance was launched; what the create made for it (a generated key pair, a temporary security group) was deleted.", err))
-			return false
-		case !e.InstanceID.IsNull():
-			// Created anyway and terminated by Launch: it stays in state
-			// (tainted) so that destroy waits for terminated before
-			// deleting the key pair and group it still holds.
-			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. Nothing is left running; the next apply or destroy finishes the clean-up.", err))
-			return false
-		default:
-			cleanup()
-			diags.AddError("EC2 Launch Failed", fmt.Sprintf("%v. No instance was launched.", err))
-			return false
-		}
-	}
+}
+
+// ec2WaitReachable fills in what the launch told, waits for the instance
+// to run, pins its host key and waits until it accepts SSH with the key,
+// saving each step in state.
+func ec2WaitReachable(ctx context.Context, c *ec2host.Client, e *ec2Model, in *ec2host.Instance, privateKey string,
+	state *tfsdk.State, diags *diag.Diagnostics) bool {
 	e.ImageID, e.AvailabilityZone = types.StringValue(in.ImageID), types.StringValue(in.Zone)
 	if e.SSHUser.IsNull() || e.SSHUser.IsUnknown() {
 		user := ec2host.DefaultLoginUser(in.Image)
@@ -505,6 +578,11 @@ func ec2Preflight(ctx context.Context, c *ec2host.Client, e *ec2Model, spec ec2h
 	}
 	if err == nil && makeGroup {
 		err = c.PreflightSecurityGroup(ctx, name, e.VPCID.ValueString())
+	}
+	if err == nil && e.HostKeyPolicy.ValueString() == hostKeyConsole {
+		// Only this policy fails without the console; the others fall
+		// back to the first key seen.
+		err = c.PreflightConsoleOutput(ctx)
 	}
 	if err == nil {
 		return true
@@ -710,6 +788,16 @@ func replaceUnlessNew(_ context.Context, req planmodifier.StringRequest, resp *s
 	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
 }
 
+// replaceUnlessNewInt64 and replaceUnlessNewBool are replaceUnlessNew
+// for numbers and switches.
+func replaceUnlessNewInt64(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
+}
+
+func replaceUnlessNewBool(_ context.Context, req planmodifier.BoolRequest, resp *boolplanmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.Equal(req.StateValue)
+}
+
 // hostKeySourceKept plans host_key_source: unknown on create, else the
 // state's value; a state from before it existed pinned its key on first
 // use, which is what it records then.
@@ -763,26 +851,30 @@ func (v ec2ExactlyOne) ValidateObject(ctx context.Context, req validator.ObjectR
 
 // ec2Model is the ec2 block of pgbench_host.
 type ec2Model struct {
-	Region            types.String        `tfsdk:"region"`
-	InstanceType      types.String        `tfsdk:"instance_type"`
-	AMI               types.String        `tfsdk:"ami"`
-	Image             *ec2ImageModel      `tfsdk:"image"`
-	SubnetID          types.String        `tfsdk:"subnet_id"`
-	VPCID             types.String        `tfsdk:"vpc_id"`
-	SecurityGroupIDs  types.List          `tfsdk:"security_group_ids"`
-	SSHCIDRs          types.List          `tfsdk:"ssh_cidrs"`
-	KeyName           types.String        `tfsdk:"key_name"`
-	PrivateKey        types.String        `tfsdk:"private_key"`
-	SSHUser           types.String        `tfsdk:"ssh_user"`
-	RootVolume        *ec2RootVolumeModel `tfsdk:"root_volume"`
-	AvailabilityZones types.List          `tfsdk:"availability_zones"`
-	Tags              types.Map           `tfsdk:"tags"`
-	Owner             types.String        `tfsdk:"owner"`
-	MaxLifetime       types.String        `tfsdk:"max_lifetime"`
-	HourlyPriceUSD    types.Float64       `tfsdk:"hourly_price_usd"`
-	PollInterval      types.String        `tfsdk:"poll_interval"`
-	HostKeyPolicy     types.String        `tfsdk:"host_key_policy"`
-	HostKeyWait       types.String        `tfsdk:"host_key_wait"`
+	Region              types.String        `tfsdk:"region"`
+	InstanceType        types.String        `tfsdk:"instance_type"`
+	AMI                 types.String        `tfsdk:"ami"`
+	Image               *ec2ImageModel      `tfsdk:"image"`
+	SubnetID            types.String        `tfsdk:"subnet_id"`
+	VPCID               types.String        `tfsdk:"vpc_id"`
+	SecurityGroupIDs    types.List          `tfsdk:"security_group_ids"`
+	SSHCIDRs            types.List          `tfsdk:"ssh_cidrs"`
+	KeyName             types.String        `tfsdk:"key_name"`
+	PrivateKey          types.String        `tfsdk:"private_key"`
+	SSHUser             types.String        `tfsdk:"ssh_user"`
+	RootVolume          *ec2RootVolumeModel `tfsdk:"root_volume"`
+	AvailabilityZones   types.List          `tfsdk:"availability_zones"`
+	Tags                types.Map           `tfsdk:"tags"`
+	Owner               types.String        `tfsdk:"owner"`
+	MaxLifetime         types.String        `tfsdk:"max_lifetime"`
+	HourlyPriceUSD      types.Float64       `tfsdk:"hourly_price_usd"`
+	PollInterval        types.String        `tfsdk:"poll_interval"`
+	HostKeyPolicy       types.String        `tfsdk:"host_key_policy"`
+	HostKeyWait         types.String        `tfsdk:"host_key_wait"`
+	MetadataHTTPTokens  types.String        `tfsdk:"metadata_http_tokens"`
+	MetadataHopLimit    types.Int64         `tfsdk:"metadata_hop_limit"`
+	RootVolumeEncrypted types.Bool          `tfsdk:"root_volume_encrypted"`
+	RootVolumeKMSKeyID  types.String        `tfsdk:"root_volume_kms_key_id"`
 
 	InstanceID               types.String `tfsdk:"instance_id"`
 	ImageID                  types.String `tfsdk:"image_id"`

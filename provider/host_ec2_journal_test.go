@@ -322,21 +322,17 @@ func TestLaunchIgnoredAreInPlace(t *testing.T) {
 		var descs []string
 		switch a := a.(type) {
 		case schema.StringAttribute:
-			for _, m := range a.PlanModifiers {
-				descs = append(descs, m.Description(context.Background()))
-			}
+			descs = modifierDescriptions(a.PlanModifiers)
 		case schema.ListAttribute:
-			for _, m := range a.PlanModifiers {
-				descs = append(descs, m.Description(context.Background()))
-			}
+			descs = modifierDescriptions(a.PlanModifiers)
 		case schema.MapAttribute:
-			for _, m := range a.PlanModifiers {
-				descs = append(descs, m.Description(context.Background()))
-			}
+			descs = modifierDescriptions(a.PlanModifiers)
 		case schema.Float64Attribute:
-			for _, m := range a.PlanModifiers {
-				descs = append(descs, m.Description(context.Background()))
-			}
+			descs = modifierDescriptions(a.PlanModifiers)
+		case schema.Int64Attribute:
+			descs = modifierDescriptions(a.PlanModifiers)
+		case schema.BoolAttribute:
+			descs = modifierDescriptions(a.PlanModifiers)
 		default:
 			return false, false
 		}
@@ -360,6 +356,16 @@ func TestLaunchIgnoredAreInPlace(t *testing.T) {
 			t.Errorf("argument %s: replaces the instance = %v, left out of the launch key = %v; want exactly the in-place ones left out", name, r, launchIgnored[name])
 		}
 	}
+}
+
+// modifierDescriptions are the descriptions of an attribute's plan
+// modifiers.
+func modifierDescriptions[M interface{ Description(context.Context) string }](ms []M) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Description(context.Background()))
+	}
+	return out
 }
 
 // TestEC2ResumeCleansUpKilledInGroupCreation: a create killed inside

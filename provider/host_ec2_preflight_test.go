@@ -40,6 +40,12 @@ func TestAccEC2Preflight(t *testing.T) {
 		{"denied CreateSecurityGroup", ec2sim.Options{}, "CreateSecurityGroup",
 			`(?s)EC2 Permission Missing.*allow\s+ec2:CreateSecurityGroup\s+in\s+the\s+IAM\s+policy.*Nothing\s+was\s+created`,
 			[4]int{1, 1, 1, 1}},
+		// The default host_key_policy pins the key from the console:
+		// without ec2:GetConsoleOutput a billed instance would launch and
+		// the apply fail on it, so the preflight asks first.
+		{"denied GetConsoleOutput", ec2sim.Options{}, "GetConsoleOutput",
+			`(?s)EC2 Permission Missing.*allow\s+ec2:GetConsoleOutput\s+in\s+the\s+IAM\s+policy.*Nothing\s+was\s+created`,
+			[4]int{1, 1, 1, 1}},
 		{"vCPU quota of 64", ec2sim.Options{VCPUQuota: 64}, "",
 			`(?s)EC2 vCPU Quota Exceeded.*instance_type\s+=\s+"r8i\.metal-96xl".*384\s+vCPUs.*limit\s+of\s+64\s+vCPUs.*` +
 				`Running\s+On-Demand\s+Standard\s+\(A,\s+C,\s+D,\s+H,\s+I,\s+M,\s+R,\s+T,\s+Z\)\s+instances.*L-1216C47A.*Service\s+Quotas.*Nothing\s+was\s+created`,

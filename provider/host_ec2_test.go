@@ -95,6 +95,14 @@ func TestAccEC2HostLifecycle(t *testing.T) {
 						if got, want := p.Get("BlockDeviceMapping.1.Ebs.VolumeSize"), "2000"; got != want {
 							return fmt.Errorf("root volume size = %q, want %q", got, want)
 						}
+						// Secure defaults: IMDSv2 only, hop limit 1, the root
+						// volume encrypted with the account's default key.
+						if got, want := in.Metadata, (ec2sim.MetadataOptions{HTTPTokens: "required", HopLimit: 1}); got != want {
+							return fmt.Errorf("metadata options = %+v, want %+v", got, want)
+						}
+						if len(in.Volumes) == 0 || !in.Volumes[0].Encrypted || in.Volumes[0].KMSKeyID != "" {
+							return fmt.Errorf("root volume = %+v, want encrypted with the default key", in.Volumes)
+						}
 						if fi, err := os.Stat(filepath.Join(dir, "pgbench-runner")); err != nil || fi.Mode()&0o111 == 0 {
 							return fmt.Errorf("runner on the instance: %v, %v; want an executable", fi, err)
 						}

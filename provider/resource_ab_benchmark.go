@@ -371,6 +371,7 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	state.Timeouts = plan.Timeouts
+	state.Connection = plan.Connection
 	state.HourlyPriceUSD = plan.HourlyPriceUSD
 	state.KeepOnHost = plan.KeepOnHost
 	recollect := !plan.LocalDir.Equal(state.LocalDir)

@@ -39,6 +39,7 @@ var (
 	_ resource.ResourceWithConfigValidators = (*hostResource)(nil)
 	_ resource.ResourceWithValidateConfig   = (*hostResource)(nil)
 	_ resource.ResourceWithConfigure        = (*hostResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*hostResource)(nil)
 )
 
 // NewHostResource returns the pgbench_host resource.
@@ -63,8 +64,11 @@ func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"directories of campaigns that never finished (keeping their reports), and removes the runner and its state files " +
 			"from `install_dir`. Packages installed by `bootstrap` are kept on purpose: other software on the host " +
 			"may depend on them; `bootstrap_installed` lists them so you can remove them yourself.\n\n" +
-			"Every argument forces replacement (replacing reverts the old tuning before applying the new), except " +
-			"filling in a key that an import could not know. If `pgbench-runner` has vanished from the host, refresh " +
+			"The SSH user, port, key (or `agent`), jump host and timeouts change in place: the update logs in with the new " +
+			"values first and fails with the server's answer, keeping the old working values in state, if they do not work; " +
+			"the resources on the host are not replaced. The address, the pinned host key, `local`, `install_dir`, `bootstrap` " +
+			"and `tuning` name another host or another setup and force replacement (replacing reverts the old tuning before " +
+			"applying the new). If `pgbench-runner` has vanished from the host, refresh " +
 			"removes the resource from state so the next apply re-creates it; the tuning state file, if still there, " +
 			"keeps the original previous values.",
 		Attributes: map[string]schema.Attribute{
@@ -279,7 +283,7 @@ func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		r.ec2Read(ctx, &m, resp)
 		return
 	}
-	if m.SSH != nil && m.SSH.PrivateKey.ValueString() == "" {
+	if m.SSH != nil && m.SSH.PrivateKey.ValueString() == "" && !m.SSH.Agent.ValueBool() {
 		// Imported SSH host: the key comes from configuration on the next
 		// apply; until then there is no way in.
 		tflog.Warn(ctx, "pgbench_host has no private key in state yet; facts are refreshed after the next apply", map[string]any{"id": m.ID.ValueString()})
@@ -313,9 +317,46 @@ func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Update only happens when a key that state did not know (after an import)
-// is filled in from configuration, or timeouts change: everything else
-// forces replacement.
+// ModifyPlan plans connection_info and id of an in-place update from the
+// configuration, so that the resources on the host see a known connection
+// and are replaced only when it names another host.
+func (r *hostResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || len(resp.RequiresReplace) > 0 {
+		return
+	}
+	var m, prior hostModel
+	resp.Diagnostics.Append(resp.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	was, err := connectionFromObject(ctx, prior.Connection)
+	if err != nil {
+		return // an imported host: facts and connection come with the update
+	}
+	if m.EC2 == nil {
+		m.ID = types.StringValue(m.hostID())
+	}
+	c := m.connection()
+	c.RunnerPath, c.HostID = was.RunnerPath, m.ID
+	obj, err := c.objectValue(ctx)
+	if err != nil || obj.IsUnknown() {
+		return
+	}
+	for _, v := range obj.Attributes() {
+		if v.IsUnknown() {
+			return
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, fwpath.Root("id"), m.ID)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, fwpath.Root("connection_info"), obj)...)
+}
+
+// Update logs in with the new user, port, credentials or jump host and
+// only then records them; a key the host refuses fails the update with the
+// host's answer and leaves the old, working values in state (so the next
+// plan shows the change again). An imported host's keys are filled in
+// here too.
 func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m, prior hostModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
@@ -323,9 +364,14 @@ func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Whatever fails below, state keeps what worked before.
+	resp.State.Raw = req.State.Raw.Copy()
 	ex, err := m.connection().dial(ctx)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to %s failed: %v. Check the address, key and pinned host key.", m.describe(), err))
+		at, what := m.credentialsPath()
+		resp.Diagnostics.AddAttributeError(at, "Cannot Log In With New Settings", fmt.Sprintf("Connecting to %s with the new %s failed: %v. "+
+			"The state keeps the previous settings, which still work; fix the new ones (is the key in the host's authorized_keys, "+
+			"is the agent running with the key added?) and apply again.", m.describe(), what, err))
 		return
 	}
 	defer ex.Close()
@@ -344,6 +390,21 @@ func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		m.BootstrapInstalled = prior.BootstrapInstalled
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// credentialsPath is the attribute a failed login with new settings is
+// reported on, and what those settings are called.
+func (m *hostModel) credentialsPath() (fwpath.Path, string) {
+	switch {
+	case m.EC2 != nil:
+		return fwpath.Root("ec2"), "settings"
+	case m.SSH == nil:
+		return fwpath.Root("local"), "settings"
+	case m.SSH.Agent.ValueBool():
+		return fwpath.Root("ssh").AtName("agent"), "ssh-agent credentials"
+	default:
+		return fwpath.Root("ssh").AtName("private_key"), "credentials"
+	}
 }
 
 func (r *hostResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -569,16 +630,16 @@ func (m *hostModel) connection() connectionModel {
 	}
 	c := connectionModel{
 		Mode: types.StringValue("local"), Host: types.StringNull(), Port: types.Int64Null(), User: types.StringNull(),
-		PrivateKey: types.StringNull(), HostKey: types.StringNull(),
+		PrivateKey: types.StringNull(), HostKey: types.StringNull(), Agent: types.BoolNull(),
 		BastionHost: types.StringNull(), BastionPort: types.Int64Null(), BastionUser: types.StringNull(),
-		BastionPrivateKey: types.StringNull(), BastionHostKey: types.StringNull(),
+		BastionPrivateKey: types.StringNull(), BastionHostKey: types.StringNull(), BastionAgent: types.BoolNull(),
 		RunnerPath: types.StringValue(runnerclient.BinaryPath(m.InstallDir.ValueString())), HostID: m.ID,
 	}
 	if s := m.SSH; s != nil {
 		c.Mode = types.StringValue("ssh")
-		c.Host, c.Port, c.User, c.PrivateKey, c.HostKey = s.Host, s.Port, s.User, s.PrivateKey, s.HostKey
+		c.Host, c.Port, c.User, c.PrivateKey, c.HostKey, c.Agent = s.Host, s.Port, s.User, s.PrivateKey, s.HostKey, s.Agent
 		if b := s.Bastion; b != nil {
-			c.BastionHost, c.BastionPort, c.BastionUser, c.BastionPrivateKey, c.BastionHostKey = b.Host, b.Port, b.User, b.PrivateKey, b.HostKey
+			c.BastionHost, c.BastionPort, c.BastionUser, c.BastionPrivateKey, c.BastionHostKey, c.BastionAgent = b.Host, b.Port, b.User, b.PrivateKey, b.HostKey, b.Agent
 		}
 	}
 	return c

@@ -377,10 +377,16 @@ func (r *hugepagePoolResource) Read(ctx context.Context, req resource.ReadReques
 }
 
 func (r *hugepagePoolResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	// Every input forces replacement; nothing reaches here but defaults.
-	var m hugepagePoolModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	// Every input but the connection and the timeouts forces replacement:
+	// a new way to the same host is stored, the pool is left as it is.
+	var plan, state hugepagePoolModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	state.Connection = plan.Connection
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
 func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

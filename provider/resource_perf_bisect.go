@@ -277,6 +277,7 @@ func (r *perfBisectResource) Update(ctx context.Context, req resource.UpdateRequ
 		return
 	}
 	state.Timeouts, state.Jobs, state.InstallDeps = plan.Timeouts, plan.Jobs, plan.InstallDeps
+	state.Connection = plan.Connection
 	state.CCache, state.CCacheDir, state.GitCache, state.KeepBuilds = plan.CCache, plan.CCacheDir, plan.GitCache, plan.KeepBuilds
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

@@ -298,11 +298,17 @@ func (r *postgresBuildResource) Read(ctx context.Context, req resource.ReadReque
 }
 
 func (r *postgresBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	// Only timeouts can change in place: every other argument forces
-	// replacement.
-	var m postgresBuildModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	// Only timeouts and the way to the same host change in place: every
+	// other argument forces replacement, and nothing is built again.
+	var plan, state postgresBuildModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	state.Connection = plan.Connection
+	state.Timeouts = plan.Timeouts
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
 func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

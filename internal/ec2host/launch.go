@@ -35,6 +35,10 @@ type RootVolume struct {
 	Type       string // gp3, io2, ...
 	IOPS       int32
 	Throughput int32 // MiB/s, gp3 only
+	// Encrypted encrypts the root volume at rest, with the KMS key
+	// KMSKeyID (empty: the account's default EBS key).
+	Encrypted bool
+	KMSKeyID  string
 }
 
 // Spec is what to launch.
@@ -57,6 +61,11 @@ type Spec struct {
 	Name  string            // the Name tag (optional)
 	Owner string            // the owner tag
 	Tags  map[string]string // extra tags; cannot override the managed ones
+	// MetadataHTTPTokens is "required" for IMDSv2 only, "optional" to
+	// allow IMDSv1 too; empty leaves EC2's default. MetadataHopLimit is
+	// the PUT response hop limit (0: EC2's default, 1).
+	MetadataHTTPTokens string
+	MetadataHopLimit   int32
 	// MaxLifetime is when the instance powers itself off and, being
 	// launched with shutdown behaviour terminate, terminates (default 12h).
 	MaxLifetime time.Duration
@@ -320,32 +329,65 @@ func (c *Client) runInput(ctx context.Context, spec Spec) (*ec2.RunInstancesInpu
 	if len(spec.SecurityGroupIDs) > 0 {
 		in.SecurityGroupIds = spec.SecurityGroupIDs
 	}
+	in.MetadataOptions = metadataOptions(spec)
 	if rv := spec.RootVolume; rv != (RootVolume{}) {
-		// The root volume is the image's root device: another name
-		// would attach a second, unused volume beside the image's root.
-		dev := rv.DeviceName
-		if dev == "" {
-			dev = im.RootDeviceName
+		m, err := rootVolumeMapping(rv, im)
+		if err != nil {
+			return nil, "", Image{}, err
 		}
-		if dev == "" {
-			return nil, "", Image{}, fmt.Errorf("image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
-		}
-		ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
-		if rv.SizeGB > 0 {
-			ebs.VolumeSize = aws.Int32(rv.SizeGB)
-		}
-		if rv.Type != "" {
-			ebs.VolumeType = types.VolumeType(rv.Type)
-		}
-		if rv.IOPS > 0 {
-			ebs.Iops = aws.Int32(rv.IOPS)
-		}
-		if rv.Throughput > 0 {
-			ebs.Throughput = aws.Int32(rv.Throughput)
-		}
-		in.BlockDeviceMappings = []types.BlockDeviceMapping{{DeviceName: aws.String(dev), Ebs: ebs}}
+		in.BlockDeviceMappings = []types.BlockDeviceMapping{m}
 	}
 	return in, token, im, nil
+}
+
+// rootVolumeMapping is the block device mapping that sets up the image's
+// root volume as rv asks.
+func rootVolumeMapping(rv RootVolume, im Image) (types.BlockDeviceMapping, error) {
+	// The root volume is the image's root device: another name
+	// would attach a second, unused volume beside the image's root.
+	dev := rv.DeviceName
+	if dev == "" {
+		dev = im.RootDeviceName
+	}
+	if dev == "" {
+		return types.BlockDeviceMapping{}, fmt.Errorf("image %s (%s) names no root device; cannot size its root volume", im.ID, im.Name)
+	}
+	ebs := &types.EbsBlockDevice{DeleteOnTermination: aws.Bool(true)}
+	if rv.SizeGB > 0 {
+		ebs.VolumeSize = aws.Int32(rv.SizeGB)
+	}
+	if rv.Type != "" {
+		ebs.VolumeType = types.VolumeType(rv.Type)
+	}
+	if rv.IOPS > 0 {
+		ebs.Iops = aws.Int32(rv.IOPS)
+	}
+	if rv.Throughput > 0 {
+		ebs.Throughput = aws.Int32(rv.Throughput)
+	}
+	if rv.Encrypted {
+		ebs.Encrypted = aws.Bool(true)
+		if rv.KMSKeyID != "" {
+			ebs.KmsKeyId = aws.String(rv.KMSKeyID)
+		}
+	}
+	return types.BlockDeviceMapping{DeviceName: aws.String(dev), Ebs: ebs}, nil
+}
+
+// metadataOptions are the launch's instance metadata settings, nil for
+// EC2's defaults.
+func metadataOptions(spec Spec) *types.InstanceMetadataOptionsRequest {
+	if spec.MetadataHTTPTokens == "" && spec.MetadataHopLimit == 0 {
+		return nil
+	}
+	o := &types.InstanceMetadataOptionsRequest{HttpEndpoint: types.InstanceMetadataEndpointStateEnabled}
+	if spec.MetadataHTTPTokens != "" {
+		o.HttpTokens = types.HttpTokensState(spec.MetadataHTTPTokens)
+	}
+	if spec.MetadataHopLimit > 0 {
+		o.HttpPutResponseHopLimit = aws.Int32(spec.MetadataHopLimit)
+	}
+	return o
 }
 
 // zoneToken derives the token of the i-th zone attempt; EC2 allows 64

@@ -85,6 +85,25 @@ func (c *Client) Preflight(ctx context.Context, spec Spec) (unchecked *QuotaUnch
 
 // PreflightKeyPair asks EC2, with DryRun, whether ImportKeyPair(name,
 // publicKeyLine, tags) would be allowed; it imports nothing.
+// PreflightConsoleOutput asks EC2, with DryRun, whether the credentials
+// may read instance consoles (ec2:GetConsoleOutput), which pinning the
+// host key from the console needs once the instance runs. No instance
+// exists yet, so it names a well-formed one that does not: IAM answers
+// before EC2 looks the instance up.
+func (c *Client) PreflightConsoleOutput(ctx context.Context) error {
+	_, err := c.ec2.GetConsoleOutput(ctx, &ec2.GetConsoleOutputInput{InstanceId: aws.String(preflightInstanceID), DryRun: aws.Bool(true)})
+	if errorCode(err) == "InvalidInstanceID.NotFound" {
+		return nil // allowed: EC2 got as far as the lookup
+	}
+	if err = dryRunResult("GetConsoleOutput", err); err != nil {
+		return fmt.Errorf("preflight read of instance consoles: %w", err)
+	}
+	return nil
+}
+
+// preflightInstanceID is the instance the console preflight names.
+const preflightInstanceID = "i-00000000000000000"
+
 func (c *Client) PreflightKeyPair(ctx context.Context, name, publicKeyLine string, tags map[string]string) error {
 	in := importKeyPairInput(name, publicKeyLine, tags)
 	in.DryRun = aws.Bool(true)

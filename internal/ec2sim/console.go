@@ -87,6 +87,11 @@ func (s *Server) getConsoleOutput(f url.Values, reqID string) (any, *apiError) {
 	if !strings.HasPrefix(id, "i-") {
 		return nil, errf(400, "InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
 	}
+	if dryRun(f) {
+		// IAM allowed it (server.go checks Deny first); the instance
+		// is not looked up.
+		return nil, errDryRun()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in, ok := s.instances[id]

@@ -47,6 +47,39 @@ type instance struct {
 	rootDevice                                                  string
 	volumes                                                     []Volume
 	console                                                     consoleKeys
+	metadata                                                    MetadataOptions
+	sshAfter                                                    time.Duration // sshd starts this long after launch (SlowSSH)
+}
+
+// MetadataOptions are an instance's instance metadata service settings,
+// as RunInstances' MetadataOptions set them.
+type MetadataOptions struct {
+	// HTTPTokens is "required" (IMDSv2 only) or "optional" (EC2's
+	// default for images that do not ask for IMDSv2).
+	HTTPTokens string
+	// HopLimit is the PUT response hop limit, 1 by default.
+	HopLimit int
+}
+
+// metadataOptions reads RunInstances' MetadataOptions as EC2 does,
+// refusing values EC2 refuses.
+func metadataOptions(f url.Values) (MetadataOptions, *apiError) {
+	m := MetadataOptions{HTTPTokens: "optional", HopLimit: 1}
+	switch t := f.Get("MetadataOptions.HttpTokens"); t {
+	case "":
+	case "optional", "required":
+		m.HTTPTokens = t
+	default:
+		return m, errf(400, "InvalidParameterValue", "Invalid value '%s' for MetadataOptions.HttpTokens", t)
+	}
+	if h := f.Get("MetadataOptions.HttpPutResponseHopLimit"); h != "" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 1 || n > 64 {
+			return m, errf(400, "InvalidParameterValue", "Invalid value '%s' for MetadataOptions.HttpPutResponseHopLimit", h)
+		}
+		m.HopLimit = n
+	}
+	return m, nil
 }
 
 // Volume is an EBS volume attached to an instance.
@@ -54,6 +87,10 @@ type Volume struct {
 	Device string
 	SizeGB int
 	Type   string
+	// Encrypted is true for a volume encrypted at rest, with the KMS key
+	// KMSKeyID (empty: the account's default EBS key).
+	Encrypted bool
+	KMSKeyID  string
 }
 
 // blockDevices resolves a RunInstances' BlockDeviceMapping against the
@@ -67,9 +104,13 @@ func blockDevices(f url.Values, img Image) ([]Volume, *apiError) {
 		if dev == "" {
 			return nil, errf(400, "MissingParameter", "The request must contain the parameter BlockDeviceMapping.%d.DeviceName", i)
 		}
-		v := Volume{Device: dev, Type: f.Get(p + ".Ebs.VolumeType")}
+		v := Volume{Device: dev, Type: f.Get(p + ".Ebs.VolumeType"), Encrypted: f.Get(p+".Ebs.Encrypted") == "true",
+			KMSKeyID: f.Get(p + ".Ebs.KmsKeyId")}
 		if v.Type == "" {
 			v.Type = "gp3"
+		}
+		if v.KMSKeyID != "" && !v.Encrypted {
+			return nil, errf(400, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
 		}
 		if sz := f.Get(p + ".Ebs.VolumeSize"); sz != "" {
 			n, err := strconv.Atoi(sz)
@@ -108,6 +149,8 @@ type InstanceInfo struct {
 	// EBS volumes, the root volume first.
 	RootDevice string
 	Volumes    []Volume
+	// Metadata is how the instance's metadata service answers.
+	Metadata MetadataOptions
 	// DeadMan above is the delay of a power-off the user data schedules
 	// relative to when it runs (systemd-run --on-active=N, shutdown +M);
 	// DeadManAt is the instant of one it schedules absolutely (the
@@ -127,7 +170,7 @@ func (s *Server) Instances() []InstanceInfo {
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
 			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.powerOff.after, DeadManAt: in.powerOff.at,
 			PowerOffAt: in.powerOffAt, ShutdownBehavior: in.shutdownBehavior,
-			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes)}
+			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes), Metadata: in.metadata}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
 		}
@@ -173,62 +216,9 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	}
 	s.mu.Unlock()
 
-	image := f.Get("ImageId")
-	typ := f.Get("InstanceType")
-	if image == "" {
-		return nil, errf(400, "MissingParameter", "The request must contain the parameter ImageId")
-	}
-	img, ok := s.image(image)
-	if !ok {
-		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
-	}
-	volumes, verr := blockDevices(f, img)
-	if verr != nil {
-		return nil, verr
-	}
-	if typ == "" {
-		typ = "m1.small"
-	}
-	if _, ok := instanceTypes[typ]; !ok {
-		return nil, errf(400, "InvalidParameterValue", "Invalid value '%s' for InstanceType.", typ)
-	}
-	if min, max := f.Get("MinCount"), f.Get("MaxCount"); min != "1" || max != "1" {
-		return nil, errf(400, "InvalidParameterValue", "this simulator launches exactly one instance (MinCount=%s MaxCount=%s)", min, max)
-	}
-	zone := f.Get("Placement.AvailabilityZone")
-	if zone == "" {
-		zone = s.opts.Zones[0]
-	}
-	if !slices.Contains(s.opts.Zones, zone) {
-		return nil, errf(400, "InvalidParameterValue", "Invalid availability zone: [%s]", zone)
-	}
-	keyName := f.Get("KeyName")
-	s.mu.Lock()
-	key, keyOK := s.keys[keyName]
-	capErr := s.capacity[zone]
-	unsup := s.unsupported[typ+"/"+zone]
-	var others []string
-	for _, z := range s.opts.Zones {
-		if z != zone && !s.unsupported[typ+"/"+z] {
-			others = append(others, z)
-		}
-	}
-	s.mu.Unlock()
-	if keyName != "" && !keyOK {
-		return nil, errf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", keyName)
-	}
-	groups := list(f, "SecurityGroupId")
-	s.mu.Lock()
-	for _, g := range groups {
-		if _, err := s.groupLocked(g); err != nil {
-			s.mu.Unlock()
-			return nil, err
-		}
-	}
-	s.mu.Unlock()
-	userData, behavior, perr := runOptions(f)
-	if perr != nil {
-		return nil, perr
+	req, err := s.readLaunch(f)
+	if err != nil {
+		return nil, err
 	}
 	// A DryRun checks permissions and parameters, not what a launch
 	// would allocate: the vCPU quota, capacity and a zone's offer are
@@ -236,18 +226,111 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if dry {
 		return nil, errDryRun()
 	}
+	if err := s.allocate(req); err != nil {
+		return nil, err
+	}
+	in := req.instance(s, token)
+	if err := s.startHost(in, req); err != nil {
+		return nil, err
+	}
+	out, err := s.register(in, token)
+	if err != nil {
+		return nil, err
+	}
+	return runResponse(out, reqID, failAfter)
+}
+
+// launchRequest is a RunInstances request read and checked against what
+// exists (image, key pair, groups, zone).
+type launchRequest struct {
+	image         Image
+	typ, zone     string
+	keyName       string
+	key           keyPair
+	keyOK         bool
+	capacityShort bool     // the zone has no capacity now
+	unsupported   bool     // the zone does not offer the type
+	otherZones    []string // zones that do
+	groups        []string
+	subnet        string
+	volumes       []Volume
+	metadata      MetadataOptions
+	userData      string
+	behavior      string
+	tags          map[string]string
+}
+
+// readLaunch reads and checks a RunInstances request as EC2 does before
+// it allocates anything, which is all a DryRun checks.
+func (s *Server) readLaunch(f url.Values) (*launchRequest, *apiError) {
+	image := f.Get("ImageId")
+	if image == "" {
+		return nil, errf(400, "MissingParameter", "The request must contain the parameter ImageId")
+	}
+	img, ok := s.image(image)
+	if !ok {
+		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
+	}
+	r := &launchRequest{image: img, typ: f.Get("InstanceType"), zone: f.Get("Placement.AvailabilityZone"),
+		keyName: f.Get("KeyName"), groups: list(f, "SecurityGroupId"), subnet: f.Get("SubnetId"), tags: instanceTags(f)}
+	var err *apiError
+	if r.volumes, err = blockDevices(f, img); err != nil {
+		return nil, err
+	}
+	if r.metadata, err = metadataOptions(f); err != nil {
+		return nil, err
+	}
+	if r.typ == "" {
+		r.typ = "m1.small"
+	}
+	if _, ok := instanceTypes[r.typ]; !ok {
+		return nil, errf(400, "InvalidParameterValue", "Invalid value '%s' for InstanceType.", r.typ)
+	}
+	if min, max := f.Get("MinCount"), f.Get("MaxCount"); min != "1" || max != "1" {
+		return nil, errf(400, "InvalidParameterValue", "this simulator launches exactly one instance (MinCount=%s MaxCount=%s)", min, max)
+	}
+	if r.zone == "" {
+		r.zone = s.opts.Zones[0]
+	}
+	if !slices.Contains(s.opts.Zones, r.zone) {
+		return nil, errf(400, "InvalidParameterValue", "Invalid availability zone: [%s]", r.zone)
+	}
+	if err := s.readPlacement(r); err != nil {
+		return nil, err
+	}
+	if r.userData, r.behavior, err = runOptions(f); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// readPlacement looks up the request's key pair and groups, and what its
+// zone can offer now.
+func (s *Server) readPlacement(r *launchRequest) *apiError {
 	s.mu.Lock()
-	quotaErr := s.vcpuQuotaLocked(typ)
-	s.mu.Unlock()
-	if quotaErr != nil {
-		return nil, quotaErr
+	defer s.mu.Unlock()
+	r.key, r.keyOK = s.keys[r.keyName]
+	r.capacityShort = s.capacity[r.zone]
+	r.unsupported = s.unsupported[r.typ+"/"+r.zone]
+	for _, z := range s.opts.Zones {
+		if z != r.zone && !s.unsupported[r.typ+"/"+z] {
+			r.otherZones = append(r.otherZones, z)
+		}
 	}
-	if unsup {
-		return nil, errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", typ, zone, strings.Join(others, ", "))
+	if r.keyName != "" && !r.keyOK {
+		return errf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", r.keyName)
 	}
-	if capErr {
-		return nil, errf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.", typ, zone, typ, strings.Join(s.opts.Zones, ", "))
+	for _, g := range r.groups {
+		if _, err := s.groupLocked(g); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// instanceTags are the tags a request's TagSpecifications give the
+// instance.
+func instanceTags(f url.Values) map[string]string {
 	tags := map[string]string{}
 	for i := 1; i <= count(f, "TagSpecification"); i++ {
 		p := "TagSpecification." + strconv.Itoa(i)
@@ -256,53 +339,84 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		}
 		readTags(f, p+".Tag", tags)
 	}
+	return tags
+}
+
+// allocate refuses a launch the account's quota or the zone cannot take,
+// as EC2 does only for a real launch.
+func (s *Server) allocate(r *launchRequest) *apiError {
+	s.mu.Lock()
+	quotaErr := s.vcpuQuotaLocked(r.typ)
+	s.mu.Unlock()
+	if quotaErr != nil {
+		return quotaErr
+	}
+	if r.unsupported {
+		return errf(400, "Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", r.typ, r.zone, strings.Join(r.otherZones, ", "))
+	}
+	if r.capacityShort {
+		return errf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.", r.typ, r.zone, r.typ, strings.Join(s.opts.Zones, ", "))
+	}
+	return nil
+}
+
+// instance is the pending instance the request launches.
+func (r *launchRequest) instance(s *Server, token string) *instance {
 	in := &instance{
-		id: s.newID("i"), reservation: s.newID("r"), imageID: image, typ: typ, zone: zone,
-		keyName: keyName, subnet: f.Get("SubnetId"), token: token, groups: groups,
-		state: Pending, launched: time.Now().UTC(), tags: tags, shutdownBehavior: behavior,
-		powerOff: parseDeadMan(userData), rootDevice: img.rootDevice(), volumes: volumes,
+		id: s.newID("i"), reservation: s.newID("r"), imageID: r.image.ID, typ: r.typ, zone: r.zone,
+		keyName: r.keyName, subnet: r.subnet, token: token, groups: r.groups,
+		state: Pending, launched: time.Now().UTC(), tags: r.tags, shutdownBehavior: r.behavior,
+		powerOff: parseDeadMan(r.userData), rootDevice: r.image.rootDevice(), volumes: r.volumes, metadata: r.metadata,
 	}
 	if in.subnet == "" {
-		in.subnet = "subnet-0sim" + zone[len(zone)-1:]
+		in.subnet = "subnet-0sim" + r.zone[len(r.zone)-1:]
 	}
+	return in
+}
 
-	// The instance is a real host from the start: its address exists
-	// while it is pending, as an EC2 instance's private IP does.
+// startHost makes the instance a real host from the start: its address
+// exists while it is pending, as an EC2 instance's private IP does.
+func (s *Server) startHost(in *instance, r *launchRequest) *apiError {
 	s.mu.Lock()
 	noSSH := s.noSSH > 0
 	if noSSH {
 		s.noSSH--
 	}
-	var slowSSH time.Duration
 	if !noSSH && s.slowSSH > 0 {
 		s.slowSSH--
-		slowSSH = s.slowSSHAfter
+		in.sshAfter = s.slowSSHAfter
 	}
 	s.mu.Unlock()
 	var hopts []testhost.Option
-	if noSSH || slowSSH > 0 {
+	if noSSH || in.sshAfter > 0 {
 		hopts = append(hopts, testhost.WithoutSSHD())
 	}
 	switch {
-	case noSSH || !keyOK:
-	case img.LoginUser != "":
-		hopts = append(hopts, testhost.WithLoginUser(img.LoginUser, key.line))
+	case noSSH || !r.keyOK:
+	case r.image.LoginUser != "":
+		hopts = append(hopts, testhost.WithLoginUser(r.image.LoginUser, r.key.line))
 	default:
-		hopts = append(hopts, testhost.WithAuthorizedKey(key.line))
+		hopts = append(hopts, testhost.WithAuthorizedKey(r.key.line))
 	}
 	h, htb, err := newHost(s.t, hopts...)
 	if err != nil {
-		return nil, errf(500, "InternalError", "An internal error has occurred (test host: %v)", err)
+		return errf(500, "InternalError", "An internal error has occurred (test host: %v)", err)
 	}
 	in.host, in.hostTB = h, htb
 	in.console = s.consoleKeysFor(h)
+	return nil
+}
 
+// register records the launched instance under its token and starts its
+// boot, and returns its reservation as RunInstances answers it.
+func (s *Server) register(in *instance, token string) (xReservation, *apiError) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		htb.teardown()
-		return nil, errf(503, "Unavailable", "The service is unavailable.")
+		in.hostTB.teardown()
+		return xReservation{}, errf(503, "Unavailable", "The service is unavailable.")
 	}
+	defer s.mu.Unlock()
 	s.instances[in.id] = in
 	s.order = append(s.order, in.id)
 	if token != "" {
@@ -314,12 +428,10 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	} else {
 		in.timers = append(in.timers, time.AfterFunc(s.opts.PendingDelay, func() { s.boot(in.id) }))
 	}
-	if slowSSH > 0 {
-		in.timers = append(in.timers, s.startSSHDAfter(in, slowSSH))
+	if in.sshAfter > 0 {
+		in.timers = append(in.timers, s.startSSHDAfter(in, in.sshAfter))
 	}
-	out := s.reservationLocked(in.reservation)
-	s.mu.Unlock()
-	return runResponse(out, reqID, failAfter)
+	return s.reservationLocked(in.reservation), nil
 }
 
 // runOptions reads a RunInstances' user data and shutdown behaviour,
@@ -466,6 +578,8 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		Reason:      in.reason,
 		StateReason: in.stateReason, Architecture: "x86_64", RootDeviceType: "ebs",
 		RootDeviceName: in.rootDevice, VirtualizationType: "hvm", ClientToken: in.token,
+		MetadataOptions: xMetadataOptions{State: "applied", HTTPTokens: in.metadata.HTTPTokens,
+			HopLimit: in.metadata.HopLimit, HTTPEndpoint: "enabled"},
 		TagSet: xtags(in.tags),
 	}
 	if in.state != Terminated {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,70 @@ func TestShutdownBehaviourStop(t *testing.T) {
 			t.Fatalf("instance %s is %s 10s after its power-off, want stopped", id, info.State)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RunInstances records the metadata options and the root volume's
+// encryption, DescribeInstances reports the options as EC2 does, and
+// values EC2 refuses are refused.
+func TestInstanceMetadataOptionsAndEncryption(t *testing.T) {
+	sim := ec2sim.New(t, ec2sim.Options{})
+	c := client(t, sim)
+	ctx := context.Background()
+	imgs, err := c.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{image}})
+	if err != nil || len(imgs.Images) != 1 {
+		t.Fatalf("DescribeImages(%s) = %v, %v", image, imgs, err)
+	}
+	root := aws.ToString(imgs.Images[0].RootDeviceName)
+	run := func(tokens types.HttpTokensState, hops int32, ebs *types.EbsBlockDevice) (*ec2.RunInstancesOutput, error) {
+		return c.RunInstances(ctx, &ec2.RunInstancesInput{
+			ImageId: aws.String(image), InstanceType: "m6i.metal", MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+			MetadataOptions:     &types.InstanceMetadataOptionsRequest{HttpTokens: tokens, HttpPutResponseHopLimit: aws.Int32(hops)},
+			BlockDeviceMappings: []types.BlockDeviceMapping{{DeviceName: aws.String(root), Ebs: ebs}},
+		})
+	}
+	out, err := run(types.HttpTokensStateRequired, 1, &types.EbsBlockDevice{Encrypted: aws.Bool(true), KmsKeyId: aws.String("alias/bench")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.Instances[0].InstanceId)
+	info, _ := sim.Instance(id)
+	if got, want := info.Metadata, (ec2sim.MetadataOptions{HTTPTokens: "required", HopLimit: 1}); got != want {
+		t.Errorf("metadata options = %+v, want %+v", got, want)
+	}
+	if len(info.Volumes) != 1 || !info.Volumes[0].Encrypted || info.Volumes[0].KMSKeyID != "alias/bench" {
+		t.Errorf("volumes = %+v, want one root volume encrypted with alias/bench", info.Volumes)
+	}
+	d, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mo := d.Reservations[0].Instances[0].MetadataOptions
+	if mo == nil || mo.HttpTokens != types.HttpTokensStateRequired || aws.ToInt32(mo.HttpPutResponseHopLimit) != 1 {
+		t.Errorf("described metadata options = %+v, want required with hop limit 1", mo)
+	}
+	// Without options an instance answers IMDSv1 too and its volume is
+	// not encrypted, as on an account without default encryption.
+	plain, err := c.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String(image), InstanceType: "m6i.metal",
+		MinCount: aws.Int32(1), MaxCount: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := sim.Instance(aws.ToString(plain.Instances[0].InstanceId)); info.Metadata.HTTPTokens != "optional" || info.Volumes[0].Encrypted {
+		t.Errorf("default instance: metadata %+v, volumes %+v; want optional tokens, unencrypted", info.Metadata, info.Volumes)
+	}
+	for _, tc := range []struct {
+		tokens types.HttpTokensState
+		hops   int32
+		ebs    *types.EbsBlockDevice
+		code   string
+	}{
+		{"sometimes", 1, &types.EbsBlockDevice{}, "InvalidParameterValue"},
+		{types.HttpTokensStateRequired, 65, &types.EbsBlockDevice{}, "InvalidParameterValue"},
+		{types.HttpTokensStateRequired, 1, &types.EbsBlockDevice{KmsKeyId: aws.String("alias/bench")}, "InvalidParameterDependency"},
+	} {
+		if _, err := run(tc.tokens, tc.hops, tc.ebs); err == nil || !strings.Contains(err.Error(), tc.code) {
+			t.Errorf("RunInstances(tokens %s, hops %d, %+v) = %v, want %s", tc.tokens, tc.hops, tc.ebs, err, tc.code)
+		}
 	}
 }

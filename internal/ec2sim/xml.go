@@ -47,30 +47,38 @@ type xBlockDevice struct {
 }
 
 type xInstance struct {
-	InstanceID         string         `xml:"instanceId"`
-	ImageID            string         `xml:"imageId"`
-	State              xState         `xml:"instanceState"`
-	PrivateDNSName     string         `xml:"privateDnsName"`
-	DNSName            string         `xml:"dnsName"`
-	Reason             string         `xml:"reason"`
-	KeyName            string         `xml:"keyName,omitempty"`
-	AmiLaunchIndex     int            `xml:"amiLaunchIndex"`
-	InstanceType       string         `xml:"instanceType"`
-	LaunchTime         string         `xml:"launchTime"`
-	Placement          xPlacement     `xml:"placement"`
-	SubnetID           string         `xml:"subnetId,omitempty"`
-	VpcID              string         `xml:"vpcId,omitempty"`
-	PrivateIPAddress   string         `xml:"privateIpAddress,omitempty"`
-	IPAddress          string         `xml:"ipAddress,omitempty"`
-	GroupSet           []xGroup       `xml:"groupSet>item"`
-	StateReason        *xStateReason  `xml:"stateReason,omitempty"`
-	Architecture       string         `xml:"architecture"`
-	RootDeviceType     string         `xml:"rootDeviceType"`
-	RootDeviceName     string         `xml:"rootDeviceName"`
-	BlockDeviceMapping []xBlockDevice `xml:"blockDeviceMapping>item"`
-	VirtualizationType string         `xml:"virtualizationType"`
-	ClientToken        string         `xml:"clientToken"`
-	TagSet             []xTag         `xml:"tagSet>item"`
+	InstanceID         string           `xml:"instanceId"`
+	ImageID            string           `xml:"imageId"`
+	State              xState           `xml:"instanceState"`
+	PrivateDNSName     string           `xml:"privateDnsName"`
+	DNSName            string           `xml:"dnsName"`
+	Reason             string           `xml:"reason"`
+	KeyName            string           `xml:"keyName,omitempty"`
+	AmiLaunchIndex     int              `xml:"amiLaunchIndex"`
+	InstanceType       string           `xml:"instanceType"`
+	LaunchTime         string           `xml:"launchTime"`
+	Placement          xPlacement       `xml:"placement"`
+	SubnetID           string           `xml:"subnetId,omitempty"`
+	VpcID              string           `xml:"vpcId,omitempty"`
+	PrivateIPAddress   string           `xml:"privateIpAddress,omitempty"`
+	IPAddress          string           `xml:"ipAddress,omitempty"`
+	GroupSet           []xGroup         `xml:"groupSet>item"`
+	StateReason        *xStateReason    `xml:"stateReason,omitempty"`
+	Architecture       string           `xml:"architecture"`
+	RootDeviceType     string           `xml:"rootDeviceType"`
+	RootDeviceName     string           `xml:"rootDeviceName"`
+	BlockDeviceMapping []xBlockDevice   `xml:"blockDeviceMapping>item"`
+	VirtualizationType string           `xml:"virtualizationType"`
+	ClientToken        string           `xml:"clientToken"`
+	TagSet             []xTag           `xml:"tagSet>item"`
+	MetadataOptions    xMetadataOptions `xml:"metadataOptions"`
+}
+
+type xMetadataOptions struct {
+	State        string `xml:"state"`
+	HTTPTokens   string `xml:"httpTokens"`
+	HopLimit     int    `xml:"httpPutResponseHopLimit"`
+	HTTPEndpoint string `xml:"httpEndpoint"`
 }
 
 type xReservation struct {

@@ -310,15 +310,26 @@ func authMethods(cfg SSHConfig) ([]ssh.AuthMethod, error) {
 	}
 	sock := os.Getenv("SSH_AUTH_SOCK")
 	if sock == "" {
-		return nil, fmt.Errorf("ssh %s: no private key given and SSH_AUTH_SOCK is not set", cfg.addr())
+		return nil, fmt.Errorf("ssh %s: no private key given and SSH_AUTH_SOCK is not set: start ssh-agent, add the key with ssh-add, "+
+			"and run Terraform with SSH_AUTH_SOCK set, or give the private key", cfg.addr())
 	}
 	// The agent connection lives as long as the process; signers are asked
 	// for on each attempt so a key added later is seen.
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("connect to ssh-agent at %s: %w", sock, err)
+		return nil, fmt.Errorf("ssh %s: connect to the ssh-agent at SSH_AUTH_SOCK=%s: %w", cfg.addr(), sock, err)
 	}
-	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, nil
+	ag := agent.NewClient(conn)
+	keys, err := ag.List()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ssh %s: list the keys of the ssh-agent at SSH_AUTH_SOCK=%s: %w", cfg.addr(), sock, err)
+	}
+	if len(keys) == 0 {
+		conn.Close()
+		return nil, fmt.Errorf("ssh %s: the ssh-agent at SSH_AUTH_SOCK=%s holds no keys: add the key with ssh-add", cfg.addr(), sock)
+	}
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(ag.Signers)}, nil
 }
 
 func hostKeyCallback(cfg SSHConfig, seen *string) (ssh.HostKeyCallback, error) {
