@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -23,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 )
 
 // The launch journal of ec2 hosts. A terraform apply killed while a create
@@ -216,12 +216,12 @@ func lockLaunch(path string, create bool) (*launchJournal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open launch journal entry: %w", err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if _, err := filelock.Try(f, filelock.Exclusive); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
+			if errors.Is(err, filelock.ErrHeld) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("lock launch journal entry %s: %w", path, err)
+			return nil, fmt.Errorf("lock launch journal entry: %w", err)
 		}
 		// The holder before us may have removed the file while we opened
 		// it: a lock on a removed file guards nothing, so open it again.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
@@ -245,19 +247,6 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	rc := conn.runner(ex)
 	rc.OnStderr = func(line string) { tflog.Info(ctx, line) }
 
-	args := []string{"build"}
-	s := m.Source
-	switch {
-	case !s.System.IsNull():
-		args = append(args, "--system", s.System.ValueString())
-	case !s.Tarball.IsNull():
-		args = append(args, "--tarball", s.Tarball.ValueString())
-		if !s.SHA256.IsNull() {
-			args = append(args, "--sha256", s.SHA256.ValueString())
-		}
-	default:
-		args = append(args, "--git", s.Git.ValueString(), "--ref", s.Ref.ValueString())
-	}
 	var patches, flags []string
 	resp.Diagnostics.Append(m.Patches.ElementsAs(ctx, &patches, false)...)
 	resp.Diagnostics.Append(m.ConfigureFlags.ElementsAs(ctx, &flags, false)...)
@@ -268,68 +257,15 @@ func (r *postgresBuildResource) Create(ctx context.Context, req resource.CreateR
 	if !ok {
 		return
 	}
-	for _, p := range paths {
-		args = append(args, "--patch", p)
-	}
-	for _, f := range flags {
-		args = append(args, "--configure-flag="+f)
-	}
-	if !m.CFlags.IsNull() {
-		args = append(args, "--cflags="+m.CFlags.ValueString())
-	}
-	if m.Profiling.ValueBool() {
-		args = append(args, "--profiling")
-	}
-	if !m.Jobs.IsNull() {
-		args = append(args, "--jobs", strconv.FormatInt(m.Jobs.ValueInt64(), 10))
-	}
-	if !m.Prefix.IsNull() && !m.Prefix.IsUnknown() {
-		args = append(args, "--prefix", m.Prefix.ValueString())
-	}
-	if m.InstallDeps.ValueBool() {
-		args = append(args, "--install-deps")
-	}
-
+	args := m.buildArgs(paths, flags)
 	tflog.Info(ctx, "building PostgreSQL", map[string]any{"args": strings.Join(args, " ")})
-	// make prints nothing the runner forwards for minutes; a heartbeat shows
-	// the apply is alive.
-	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				tflog.Info(ctx, "still building PostgreSQL", map[string]any{"elapsed": time.Since(start).Round(time.Second).String()})
-			}
-		}
-	}()
 	var res pgbuild.Result
-	err := rc.Run(ctx, &res, args...)
-	close(done)
-	if err != nil {
-		if !s.System.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("source").AtName("system"), "PostgreSQL Installation Not Usable",
-				fmt.Sprintf("%v\n\nOn %s. Point system at the bin directory of a complete installation "+
-					"(%s), e.g. /usr/lib/postgresql/15/bin.", err, ex, strings.Join(pgctl.BinDirPrograms, ", ")))
-			return
-		}
-		resp.Diagnostics.AddError("PostgreSQL Build Failed", fmt.Sprintf("%v\n\nOn %s. The build log is next to the prefix "+
-			"(<prefix>.log); a failed build leaves no prefix behind, so fix the cause and apply again.", err, ex))
+	if err := runBuild(ctx, rc, &res, args); err != nil {
+		m.addBuildError(err, ex, &resp.Diagnostics)
 		return
 	}
 	tflog.Info(ctx, "PostgreSQL ready", map[string]any{"prefix": res.Prefix, "version": res.Version, "cached": res.Cached, "seconds": res.Seconds})
-
-	m.ID = types.StringValue(res.BuildKey)
-	m.BuildKey = types.StringValue(res.BuildKey)
-	m.Prefix = types.StringValue(res.Prefix)
-	m.BinDir = types.StringValue(res.BinDir)
-	m.Version = types.StringValue(res.Version)
-	m.Cached = types.BoolValue(res.Cached)
-	m.BuildSeconds = types.Float64Value(res.Seconds)
+	m.setResult(res)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -400,6 +336,92 @@ func (r *postgresBuildResource) Delete(ctx context.Context, req resource.DeleteR
 		resp.Diagnostics.AddError("PostgreSQL Build Removal Failed",
 			fmt.Sprintf("Removing %s on %s failed: %v", m.Prefix.ValueString(), ex, err))
 	}
+}
+
+// buildArgs is the runner's build command line for the model, with the
+// patches at their uploaded paths.
+func (m postgresBuildModel) buildArgs(patchPaths, flags []string) []string {
+	args := []string{"build"}
+	s := m.Source
+	switch {
+	case !s.System.IsNull():
+		args = append(args, "--system", s.System.ValueString())
+	case !s.Tarball.IsNull():
+		args = append(args, "--tarball", s.Tarball.ValueString())
+		if !s.SHA256.IsNull() {
+			args = append(args, "--sha256", s.SHA256.ValueString())
+		}
+	default:
+		args = append(args, "--git", s.Git.ValueString(), "--ref", s.Ref.ValueString())
+	}
+	for _, p := range patchPaths {
+		args = append(args, "--patch", p)
+	}
+	for _, f := range flags {
+		args = append(args, "--configure-flag="+f)
+	}
+	if !m.CFlags.IsNull() {
+		args = append(args, "--cflags="+m.CFlags.ValueString())
+	}
+	if m.Profiling.ValueBool() {
+		args = append(args, "--profiling")
+	}
+	if !m.Jobs.IsNull() {
+		args = append(args, "--jobs", strconv.FormatInt(m.Jobs.ValueInt64(), 10))
+	}
+	if !m.Prefix.IsNull() && !m.Prefix.IsUnknown() {
+		args = append(args, "--prefix", m.Prefix.ValueString())
+	}
+	if m.InstallDeps.ValueBool() {
+		args = append(args, "--install-deps")
+	}
+	return args
+}
+
+// runBuild runs the runner's build into res. make prints nothing the runner
+// forwards for minutes: a heartbeat in the log every 30 seconds shows the
+// apply is alive.
+func runBuild(ctx context.Context, rc runnerclient.Client, res *pgbuild.Result, args []string) error {
+	start := time.Now()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				tflog.Info(ctx, "still building PostgreSQL", map[string]any{"elapsed": time.Since(start).Round(time.Second).String()})
+			}
+		}
+	}()
+	return rc.Run(ctx, res, args...)
+}
+
+// addBuildError says what to do about a failed build: an adopted
+// installation that is not usable, or sources that did not build.
+func (m postgresBuildModel) addBuildError(err error, ex remote.Executor, diags *diag.Diagnostics) {
+	if !m.Source.System.IsNull() {
+		diags.AddAttributeError(path.Root("source").AtName("system"), "PostgreSQL Installation Not Usable",
+			fmt.Sprintf("%v\n\nOn %s. Point system at the bin directory of a complete installation "+
+				"(%s), e.g. /usr/lib/postgresql/15/bin.", err, ex, strings.Join(pgctl.BinDirPrograms, ", ")))
+		return
+	}
+	diags.AddError("PostgreSQL Build Failed", fmt.Sprintf("%v\n\nOn %s. The build log is next to the prefix "+
+		"(<prefix>.log); a failed build leaves no prefix behind, so fix the cause and apply again.", err, ex))
+}
+
+// setResult records a finished build in the model.
+func (m *postgresBuildModel) setResult(res pgbuild.Result) {
+	m.ID = types.StringValue(res.BuildKey)
+	m.BuildKey = types.StringValue(res.BuildKey)
+	m.Prefix = types.StringValue(res.Prefix)
+	m.BinDir = types.StringValue(res.BinDir)
+	m.Version = types.StringValue(res.Version)
+	m.Cached = types.BoolValue(res.Cached)
+	m.BuildSeconds = types.Float64Value(res.Seconds)
 }
 
 type postgresBuildModel struct {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -206,5 +207,39 @@ func TestPostgresBuildValidation(t *testing.T) {
 				}},
 			})
 		})
+	}
+}
+
+// The build's command line, asserted without running it.
+func TestPostgresBuildArgs(t *testing.T) {
+	null := types.StringNull()
+	tarball := postgresBuildModel{
+		Source:      &buildSourceModel{Tarball: types.StringValue("/src/pg.tar.bz2"), SHA256: types.StringValue("abc"), Git: null, Ref: null, System: null},
+		CFlags:      types.StringValue("-O2"),
+		Profiling:   types.BoolValue(true),
+		Jobs:        types.Int64Value(4),
+		InstallDeps: types.BoolValue(true),
+		Prefix:      types.StringUnknown(),
+	}
+	got := strings.Join(tarball.buildArgs([]string{"/r/patches/0-a.patch"}, []string{"--with-libnuma"}), " ")
+	want := "build --tarball /src/pg.tar.bz2 --sha256 abc --patch /r/patches/0-a.patch --configure-flag=--with-libnuma --cflags=-O2 --profiling --jobs 4 --install-deps"
+	if got != want {
+		t.Errorf("tarball args = %q, want %q", got, want)
+	}
+	git := postgresBuildModel{
+		Source:    &buildSourceModel{Tarball: null, SHA256: null, Git: types.StringValue("https://x/pg.git"), Ref: types.StringValue("REL_17_0"), System: null},
+		CFlags:    null,
+		Jobs:      types.Int64Null(),
+		Prefix:    types.StringValue("/opt/pg"),
+		Profiling: types.BoolNull(), InstallDeps: types.BoolNull(),
+	}
+	got = strings.Join(git.buildArgs(nil, nil), " ")
+	if want := "build --git https://x/pg.git --ref REL_17_0 --prefix /opt/pg"; got != want {
+		t.Errorf("git args = %q, want %q", got, want)
+	}
+	system := postgresBuildModel{Source: &buildSourceModel{Tarball: null, SHA256: null, Git: null, Ref: null, System: types.StringValue("/usr/lib/postgresql/15/bin")}, CFlags: null, Jobs: types.Int64Null(), Prefix: null}
+	got = strings.Join(system.buildArgs(nil, nil), " ")
+	if want := "build --system /usr/lib/postgresql/15/bin"; got != want {
+		t.Errorf("system args = %q, want %q", got, want)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
@@ -204,14 +204,13 @@ func removeBuild(prefix, wantKey string) (removed, error) {
 		return r, fmt.Errorf("remove build %s: it holds build %s, not %s: left alone", abs, st.BuildKey, wantKey)
 	}
 	// A build in progress holds the lock; never delete under it.
-	lf, err := os.OpenFile(abs+".lock", os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return r, fmt.Errorf("remove build %s: open lock: %w", abs, err)
-	}
-	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	lock, err := pgbuild.TryLockPrefix(abs)
+	if errors.Is(err, filelock.ErrHeld) {
 		return r, fmt.Errorf("remove build %s: a build holds %s.lock: %w", abs, abs, err)
+	} else if err != nil {
+		return r, fmt.Errorf("remove build %s: %w", abs, err)
 	}
+	defer lock.Close()
 	if err := os.RemoveAll(abs); err != nil {
 		return r, fmt.Errorf("remove build %s: %w", abs, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -85,5 +86,29 @@ func TestBuildRemoveRefuses(t *testing.T) {
 	}
 	if code, _, _ := runCapture(t, "build", "--remove", "--json"); code != exitUsage {
 		t.Errorf("--remove without --prefix: exit = %d, want %d", code, exitUsage)
+	}
+}
+
+// A build that holds its prefix's lock keeps its prefix: remove refuses
+// at once, and succeeds once the build lets go.
+func TestBuildRemoveRefusesWhileBuildHoldsLock(t *testing.T) {
+	prefix := fakeBuild(t, "abc")
+	lock, err := pgbuild.LockPrefix(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCapture(t, "build", "--remove", "--prefix", prefix, "--json")
+	if code != exitFailure || !strings.Contains(out, "a build holds") {
+		t.Fatalf("remove while locked: exit %d, out %s; want exit %d saying a build holds the lock", code, out, exitFailure)
+	}
+	if _, err := os.Stat(filepath.Join(prefix, pgbuild.StampName)); err != nil {
+		t.Fatalf("stamp after refused remove: %v, want it kept", err)
+	}
+	lock.Close()
+	if code, out, _ := runCapture(t, "build", "--remove", "--prefix", prefix, "--json"); code != exitOK {
+		t.Fatalf("remove after unlock: exit %d, out %s; want %d", code, out, exitOK)
+	}
+	if _, err := os.Stat(prefix); !os.IsNotExist(err) {
+		t.Errorf("%s after remove: stat err = %v, want not exist", prefix, err)
 	}
 }

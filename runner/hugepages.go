@@ -28,16 +28,8 @@ func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 	}
 	var o output
 	fs := newFlagSet(c.Name()+" "+orDefault(action, "plan|reserve|release|status"), c.Synopsis(), &o)
-	pages := fs.Int64("pages", 0, "number of huge pages (plan, reserve)")
-	fraction := fs.Float64("memory-fraction", 0, "plan: size the pool to this fraction of memory (the seed uses 0.25)")
-	forPG := fs.String("for-postgres", "", "plan: PostgreSQL bin dir to ask for its shared memory segment size")
-	sets := fs.StringArray("set", nil, "plan --for-postgres: a setting k=v (repeatable), e.g. shared_buffers=32GB")
-	pageSize := fs.String("page-size", "2MB", "huge page size: 2MB or 1GB")
-	node := fs.Int("node", -1, "reserve on this NUMA node only")
-	state := fs.String("state", "", "state file recording what reserve changed (reserve, release)")
-	persist := fs.Bool("persist", false, "reserve: also write vm.nr_hugepages to /etc/sysctl.d so the pool is reserved at boot")
-	overcommit := fs.Bool("overcommit", false, "reserve: set vm.overcommit_memory=2 with --overcommit-ratio of the memory left outside the pool")
-	ratio := fs.Int("overcommit-ratio", 90, "reserve --overcommit: vm.overcommit_ratio (percent of memory outside the pool)")
+	var a hugepagesArgs
+	a.bind(fs)
 	takes, known := hugepagesFlags[action]
 	if known {
 		// --help of an action lists only what it takes.
@@ -54,86 +46,136 @@ func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 		return o.emit(nil, usagef("unexpected argument %q", fs.Arg(0)), nil)
 	}
 	if known {
-		var foreign []string
-		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "json" && !slices.Contains(takes, f.Name) {
-				foreign = append(foreign, "--"+f.Name)
-			}
-		})
-		if len(foreign) > 0 {
-			return o.emit(nil, usagef("%s does not apply to hugepages %s (it takes %s)", strings.Join(foreign, ", "), action, flagList(takes)), nil)
+		if err := foreignFlags(fs, action, takes); err != nil {
+			return o.emit(nil, err, nil)
 		}
 	}
-	size, err := hugepages.ParsePageSize(*pageSize)
+	size, err := hugepages.ParsePageSize(a.pageSize)
 	if err != nil {
 		return o.emit(nil, usagef("--page-size: %v", err), nil)
 	}
-	k := hugepages.Kernel{}
 	switch action {
 	case "plan":
-		p, err := c.plan(ctx, *pages, *fraction, *forPG, *sets, size)
-		return o.emit(p, err, func(w io.Writer) {
-			fmt.Fprintf(w, "%d pages of %s = %s (%.1f%% of memory), %s left outside the pool\n",
-				p.Pages, hugepages.SizeName(p.PageSizeBytes), sizeString(p.Bytes), p.MemoryFractionOfTotal*100, sizeString(p.RemainingBytes))
-			if p.SharedMemorySizeBytes > 0 {
-				fmt.Fprintf(w, "PostgreSQL shared memory segment: %s\n", sizeString(p.SharedMemorySizeBytes))
-			}
-		})
+		return c.runPlan(ctx, &o, a, size)
 	case "reserve":
-		if !fs.Changed("pages") || *pages < 0 {
-			return o.emit(nil, usagef("reserve needs --pages N"), nil)
-		}
-		if *state == "" {
-			return o.emit(nil, usagef("reserve needs --state FILE so release can undo it"), nil)
-		}
-		opts := hugepages.ReserveOptions{Pages: *pages, PageSize: size, Node: *node, StateFile: *state, Persist: *persist}
-		if *overcommit {
-			if *ratio < 1 || *ratio > 100 {
-				return o.emit(nil, usagef("--overcommit-ratio %d: want 1..100", *ratio), nil)
-			}
-			opts.OvercommitRatio = *ratio
-		}
-		r, err := k.Reserve(opts)
-		return o.emit(r, err, func(w io.Writer) {
-			fmt.Fprintf(w, "huge pages of %s: requested %d, total %d, free %d (was %d)\n", hugepages.SizeName(size), r.Requested, r.Total, r.Free, r.Previous)
-		})
+		return c.runReserve(&o, fs, a, size)
 	case "release":
-		if *state == "" {
-			return o.emit(nil, usagef("release needs --state FILE"), nil)
-		}
-		r, err := k.Release(*state)
-		return o.emit(r, err, func(w io.Writer) {
-			if r.NoState {
-				fmt.Fprintf(w, "nothing to release: no state file at %s (huge pages of %s: total %d, free %d)\n", *state, hugepages.SizeName(r.PageSizeBytes), r.Total, r.Free)
-				return
-			}
-			fmt.Fprintf(w, "huge pages of %s: back to %d (was %d)\n", hugepages.SizeName(r.PageSizeBytes), r.Total, r.Previous)
-		})
+		return c.runRelease(&o, a)
 	case "status":
-		pools, err := k.Status()
-		if err != nil {
-			return o.emit(nil, fmt.Errorf("read huge page pools: %w", err), nil)
-		}
-		nodes, err := sysinfo.ReadNodes("/")
-		st := status{Pools: pools, Nodes: []nodePools{}}
-		for _, n := range nodes {
-			st.Nodes = append(st.Nodes, nodePools{ID: n.ID, Pools: n.HugePages})
-		}
-		return o.emit(st, err, func(w io.Writer) {
-			for _, p := range pools {
-				fmt.Fprintf(w, "%s: total %d, free %d, reserved %d, surplus %d\n", hugepages.SizeName(p.SizeBytes), p.Total, p.Free, p.Reserved, p.Surplus)
-			}
-			for _, n := range st.Nodes {
-				for _, p := range n.Pools {
-					fmt.Fprintf(w, "node %d %s: total %d, free %d\n", n.ID, hugepages.SizeName(p.SizeBytes), p.Total, p.Free)
-				}
-			}
-		})
+		return c.runStatus(&o)
 	case "":
 		return o.emit(nil, usagef("hugepages needs an action: plan, reserve, release or status"), nil)
 	default:
 		return o.emit(nil, usagef("unknown hugepages action %q: want plan, reserve, release or status", action), nil)
 	}
+}
+
+// hugepagesArgs are the flags of every hugepages action.
+type hugepagesArgs struct {
+	pages      int64
+	fraction   float64
+	forPG      string
+	sets       []string
+	pageSize   string
+	node       int
+	state      string
+	persist    bool
+	overcommit bool
+	ratio      int
+}
+
+func (a *hugepagesArgs) bind(fs *pflag.FlagSet) {
+	fs.Int64Var(&a.pages, "pages", 0, "number of huge pages (plan, reserve)")
+	fs.Float64Var(&a.fraction, "memory-fraction", 0, "plan: size the pool to this fraction of memory (the seed uses 0.25)")
+	fs.StringVar(&a.forPG, "for-postgres", "", "plan: PostgreSQL bin dir to ask for its shared memory segment size")
+	fs.StringArrayVar(&a.sets, "set", nil, "plan --for-postgres: a setting k=v (repeatable), e.g. shared_buffers=32GB")
+	fs.StringVar(&a.pageSize, "page-size", "2MB", "huge page size: 2MB or 1GB")
+	fs.IntVar(&a.node, "node", -1, "reserve on this NUMA node only")
+	fs.StringVar(&a.state, "state", "", "state file recording what reserve changed (reserve, release)")
+	fs.BoolVar(&a.persist, "persist", false, "reserve: also write vm.nr_hugepages to /etc/sysctl.d so the pool is reserved at boot")
+	fs.BoolVar(&a.overcommit, "overcommit", false, "reserve: set vm.overcommit_memory=2 with --overcommit-ratio of the memory left outside the pool")
+	fs.IntVar(&a.ratio, "overcommit-ratio", 90, "reserve --overcommit: vm.overcommit_ratio (percent of memory outside the pool)")
+}
+
+// foreignFlags is the usage error for flags given that action does not take.
+func foreignFlags(fs *pflag.FlagSet, action string, takes []string) error {
+	var foreign []string
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "json" && !slices.Contains(takes, f.Name) {
+			foreign = append(foreign, "--"+f.Name)
+		}
+	})
+	if len(foreign) > 0 {
+		return usagef("%s does not apply to hugepages %s (it takes %s)", strings.Join(foreign, ", "), action, flagList(takes))
+	}
+	return nil
+}
+
+func (c hugepagesCmd) runPlan(ctx context.Context, o *output, a hugepagesArgs, size int64) error {
+	p, err := c.plan(ctx, a.pages, a.fraction, a.forPG, a.sets, size)
+	return o.emit(p, err, func(w io.Writer) {
+		fmt.Fprintf(w, "%d pages of %s = %s (%.1f%% of memory), %s left outside the pool\n",
+			p.Pages, hugepages.SizeName(p.PageSizeBytes), sizeString(p.Bytes), p.MemoryFractionOfTotal*100, sizeString(p.RemainingBytes))
+		if p.SharedMemorySizeBytes > 0 {
+			fmt.Fprintf(w, "PostgreSQL shared memory segment: %s\n", sizeString(p.SharedMemorySizeBytes))
+		}
+	})
+}
+
+func (hugepagesCmd) runReserve(o *output, fs *pflag.FlagSet, a hugepagesArgs, size int64) error {
+	if !fs.Changed("pages") || a.pages < 0 {
+		return o.emit(nil, usagef("reserve needs --pages N"), nil)
+	}
+	if a.state == "" {
+		return o.emit(nil, usagef("reserve needs --state FILE so release can undo it"), nil)
+	}
+	opts := hugepages.ReserveOptions{Pages: a.pages, PageSize: size, Node: a.node, StateFile: a.state, Persist: a.persist}
+	if a.overcommit {
+		if a.ratio < 1 || a.ratio > 100 {
+			return o.emit(nil, usagef("--overcommit-ratio %d: want 1..100", a.ratio), nil)
+		}
+		opts.OvercommitRatio = a.ratio
+	}
+	r, err := hugepages.Kernel{}.Reserve(opts)
+	return o.emit(r, err, func(w io.Writer) {
+		fmt.Fprintf(w, "huge pages of %s: requested %d, total %d, free %d (was %d)\n", hugepages.SizeName(size), r.Requested, r.Total, r.Free, r.Previous)
+	})
+}
+
+func (hugepagesCmd) runRelease(o *output, a hugepagesArgs) error {
+	if a.state == "" {
+		return o.emit(nil, usagef("release needs --state FILE"), nil)
+	}
+	r, err := hugepages.Kernel{}.Release(a.state)
+	return o.emit(r, err, func(w io.Writer) {
+		if r.NoState {
+			fmt.Fprintf(w, "nothing to release: no state file at %s (huge pages of %s: total %d, free %d)\n", a.state, hugepages.SizeName(r.PageSizeBytes), r.Total, r.Free)
+			return
+		}
+		fmt.Fprintf(w, "huge pages of %s: back to %d (was %d)\n", hugepages.SizeName(r.PageSizeBytes), r.Total, r.Previous)
+	})
+}
+
+func (hugepagesCmd) runStatus(o *output) error {
+	pools, err := hugepages.Kernel{}.Status()
+	if err != nil {
+		return o.emit(nil, fmt.Errorf("read huge page pools: %w", err), nil)
+	}
+	nodes, err := sysinfo.ReadNodes("/")
+	st := status{Pools: pools, Nodes: []nodePools{}}
+	for _, n := range nodes {
+		st.Nodes = append(st.Nodes, nodePools{ID: n.ID, Pools: n.HugePages})
+	}
+	return o.emit(st, err, func(w io.Writer) {
+		for _, p := range pools {
+			fmt.Fprintf(w, "%s: total %d, free %d, reserved %d, surplus %d\n", hugepages.SizeName(p.SizeBytes), p.Total, p.Free, p.Reserved, p.Surplus)
+		}
+		for _, n := range st.Nodes {
+			for _, p := range n.Pools {
+				fmt.Fprintf(w, "node %d %s: total %d, free %d\n", n.ID, hugepages.SizeName(p.SizeBytes), p.Total, p.Free)
+			}
+		}
+	})
 }
 
 // hugepagesFlags are the flags each action takes, besides --json; any other

@@ -476,8 +476,8 @@ func (b *bisector) finish() (*Result, error) {
 	}
 	var md strings.Builder
 	WriteMarkdown(&md, res)
-	if err := os.WriteFile(filepath.Join(b.out, SummaryFile), []byte(md.String()), 0o644); err != nil {
-		return nil, fmt.Errorf("write %s: %w", SummaryFile, err)
+	if err := atomicfile.WriteFile(filepath.Join(b.out, SummaryFile), []byte(md.String()), 0o644); err != nil {
+		return nil, err
 	}
 	b.emit(campaign.Event{Event: campaign.EventDone, WallSeconds: ptr(res.WallSeconds), Message: res.Answer})
 	return res, nil

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
@@ -67,11 +67,11 @@ func openMirror(ctx context.Context, cache, url string, phase func(string, ...an
 		return nil, "", fmt.Errorf("make %s: %w", cache, err)
 	}
 	dir := mirrorDir(cache, url)
-	unlock, err := pgbuild.LockFile(ctx, dir+".lock")
+	lock, err := filelock.LockPath(ctx, dir+".lock", filelock.Exclusive)
 	if err != nil {
 		return nil, "", err
 	}
-	defer unlock()
+	defer lock.Close()
 	m = &mirror{dir: dir}
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
 		phase("update the mirror of %s in %s", url, dir)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
@@ -194,9 +195,10 @@ func lockOut(outDir string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	lock, err := filelock.Try(f, filelock.Exclusive)
+	if err != nil {
 		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, filelock.ErrHeld) {
 			b, _ := io.ReadAll(f)
 			pid := strings.TrimSpace(string(b))
 			if pid == "" {
@@ -204,12 +206,12 @@ func lockOut(outDir string) (release func(), err error) {
 			}
 			return nil, fmt.Errorf("campaign %s is in use by another pgbench-runner (pid %s)", outDir, pid)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, err
 	}
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return func() { f.Close() }, nil
+	return func() { lock.Close() }, nil
 }
 
 // isDataDir reports whether dir looks like a PostgreSQL data directory.
@@ -272,14 +274,14 @@ func renderConf(c *pgctl.Cluster, settings map[string]string) error {
 	b, err := os.ReadFile(base)
 	if errors.Is(err, os.ErrNotExist) {
 		if b, err = os.ReadFile(conf); err == nil {
-			err = os.WriteFile(base, b, 0o600)
+			err = atomicfile.WriteFile(base, b, 0o600)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("base config of %s: %w", c.DataDir, err)
 	}
-	if err := os.WriteFile(conf, b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", conf, err)
+	if err := atomicfile.WriteFile(conf, b, 0o600); err != nil {
+		return err
 	}
 	if uid, gid, ok := postgresOwner(); ok {
 		os.Chown(conf, uid, gid)

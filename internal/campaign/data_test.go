@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 )
 
 func TestLockOut(t *testing.T) {
@@ -103,5 +105,37 @@ func TestStopStaleSparesOtherProcess(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("sleep %d after stopStale: %v, want it still running", cmd.Process.Pid, err)
+	}
+}
+
+// renderConf keeps initdb's postgresql.conf aside once, and each render
+// starts from it: settings of an earlier render never pile up.
+func TestRenderConfStartsFromBase(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "postgresql.conf")
+	const initdb = "# from initdb\nmax_connections = 100\n"
+	if err := os.WriteFile(conf, []byte(initdb), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &pgctl.Cluster{DataDir: dir}
+	if err := renderConf(c, map[string]string{"work_mem": "4MB"}); err != nil {
+		t.Fatalf("first render: %v", err)
+	}
+	if err := renderConf(c, map[string]string{"shared_buffers": "1GB"}); err != nil {
+		t.Fatalf("second render: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, baseConf)); err != nil || string(b) != initdb {
+		t.Fatalf("base config = %q, %v, want initdb's %q", b, err, initdb)
+	}
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if !strings.HasPrefix(got, initdb) || !strings.Contains(got, "shared_buffers = '1GB'") || strings.Contains(got, "work_mem") {
+		t.Fatalf("postgresql.conf = %q, want initdb's lines and shared_buffers only", got)
+	}
+	if fi, err := os.Stat(conf); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("postgresql.conf mode = %v, %v, want 0600", fi.Mode().Perm(), err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
@@ -124,7 +125,7 @@ func Dir() string {
 // Lock is a held host lock.
 type Lock struct {
 	once   sync.Once
-	f      *os.File
+	lock   *filelock.Lock
 	holder string
 }
 
@@ -138,8 +139,7 @@ func (l *Lock) Release() {
 		// The file goes first, so no one ever reads it as a holder's
 		// after the lock is free.
 		os.Remove(l.holder)
-		syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-		l.f.Close()
+		l.lock.Close()
 	})
 }
 
@@ -162,11 +162,11 @@ type Waiting struct {
 // it fails with an error that names the holders and how long it waited
 // (wrapping ctx.Err() when ctx ended).
 func Acquire(ctx context.Context, h Holder, w Waiting) (*Lock, error) {
-	how := syscall.LOCK_SH
+	how := filelock.Shared
 	switch h.Mode {
 	case Shared:
 	case Exclusive:
-		how = syscall.LOCK_EX
+		how = filelock.Exclusive
 	default:
 		return nil, fmt.Errorf("host lock: unknown mode %q", h.Mode)
 	}
@@ -176,14 +176,15 @@ func Acquire(ctx context.Context, h Holder, w Waiting) (*Lock, error) {
 		return nil, err
 	}
 	var waitStart, reported time.Time
+	var held *filelock.Lock
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		held, err = filelock.Try(f, how)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if !errors.Is(err, filelock.ErrHeld) {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", filepath.Join(dir, lockName), err)
+			return nil, err
 		}
 		now := time.Now()
 		if waitStart.IsZero() {
@@ -214,7 +215,7 @@ func Acquire(ctx context.Context, h Holder, w Waiting) (*Lock, error) {
 	}
 	removeStale(dir, h.Mode)
 	h.PID, h.Since = os.Getpid(), time.Now().UTC()
-	l := &Lock{f: f, holder: filepath.Join(dir, fmt.Sprintf("%s%d.%d%s", holderPrefix, h.PID, seq.Add(1), holderSuffix))}
+	l := &Lock{lock: held, holder: filepath.Join(dir, fmt.Sprintf("%s%d.%d%s", holderPrefix, h.PID, seq.Add(1), holderSuffix))}
 	if err := atomicfile.WriteJSON(l.holder, h, 0o644); err != nil {
 		l.Release()
 		return nil, fmt.Errorf("host lock: %w", err)

@@ -105,6 +105,10 @@ func vmPTE(pid string) (int64, error) {
 	return 0, fmt.Errorf("%s has no VmPTE", p)
 }
 
+// measurePageTables starts a scratch server with huge_pages=mode, fills
+// shared_buffers from tables it makes, and holds opts.Connections
+// connections that have touched it (and one idle one) while it reads the
+// page tables they take.
 func measurePageTables(ctx context.Context, opts PageTablesOptions, sbBytes int64, mode string) (*PageTablesRun, error) {
 	conns := opts.Connections
 	settings := map[string]string{
@@ -120,32 +124,69 @@ func measurePageTables(ctx context.Context, opts PageTablesOptions, sbBytes int6
 	defer cleanup()
 	run := &PageTablesRun{HugePages: mode, Connections: conns, SharedBuffersBytes: sbBytes}
 	if mode == "on" {
-		sm, err := cl.SharedMemorySize(ctx)
+		release, pages, err := reserveForServer(ctx, cl)
 		if err != nil {
 			return nil, err
 		}
-		st := filepath.Join(filepath.Dir(cl.DataDir), "hugepages.json")
-		k := Kernel{}
-		cur, _ := k.Status()
-		var have int64
-		for _, p := range cur {
-			if p.SizeBytes == DefaultPageSize {
-				have = p.Total
-			}
-		}
-		if _, err := k.Reserve(ReserveOptions{Pages: have + sm.HugePages, Node: -1, StateFile: st}); err != nil {
-			return nil, err
-		}
-		defer k.Release(st)
-		run.HugePagesReserved = sm.HugePages
+		defer release()
+		run.HugePagesReserved = pages
 	}
 	if err := cl.Start(ctx); err != nil {
 		return nil, err
 	}
 	defer cl.Stop(context.Background())
-	// Tables under a quarter of shared_buffers each are read through the
-	// buffer pool (bigger ones use a small ring), so scanning them all maps
-	// about 80% of shared_buffers into each backend.
+	scan, err := makeScanTables(ctx, cl, sbBytes)
+	if err != nil {
+		return nil, err
+	}
+	base, err := pageTablesBytes()
+	if err != nil {
+		return nil, err
+	}
+	h := holdConnections(ctx, cl, scan, conns)
+	defer h.stop()
+	rows, err := h.waitAsleep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after, err := pageTablesBytes()
+	if err != nil {
+		return nil, err
+	}
+	if err := run.addPageTables(rows, after-base); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// reserveForServer adds the huge pages cl's server needs to the pool of
+// default-size pages, and returns what gives them back and how many.
+func reserveForServer(ctx context.Context, cl *pgctl.Cluster) (release func(), pages int64, err error) {
+	sm, err := cl.SharedMemorySize(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	st := filepath.Join(filepath.Dir(cl.DataDir), "hugepages.json")
+	k := Kernel{}
+	cur, _ := k.Status()
+	var have int64
+	for _, p := range cur {
+		if p.SizeBytes == DefaultPageSize {
+			have = p.Total
+		}
+	}
+	if _, err := k.Reserve(ReserveOptions{Pages: have + sm.HugePages, Node: -1, StateFile: st}); err != nil {
+		return nil, 0, err
+	}
+	return func() { k.Release(st) }, sm.HugePages, nil
+}
+
+// makeScanTables makes the tables a connection scans to map shared_buffers,
+// warms the cache with them once, and returns the scan's SQL. Tables under
+// a quarter of shared_buffers each are read through the buffer pool (bigger
+// ones use a small ring), so scanning them all maps about 80% of
+// shared_buffers into each backend.
+func makeScanTables(ctx context.Context, cl *pgctl.Cluster, sbBytes int64) (string, error) {
 	const tables = 8
 	pagesPer := sbBytes / 8192 / 10
 	var scan strings.Builder
@@ -153,74 +194,88 @@ func measurePageTables(ctx context.Context, opts PageTablesOptions, sbBytes int6
 		// ~7 rows of 1000 bytes per 8 kB page.
 		sql := fmt.Sprintf("CREATE TABLE t%d WITH (fillfactor=100) AS SELECT repeat('x', 1000) AS pad FROM generate_series(1, %d)", i, pagesPer*7)
 		if _, err := cl.Psql(ctx, sql); err != nil {
-			return nil, fmt.Errorf("create table: %w", err)
+			return "", fmt.Errorf("create table: %w", err)
 		}
 		fmt.Fprintf(&scan, "SELECT count(*) FROM t%d; ", i)
 	}
 	if _, err := cl.Psql(ctx, scan.String()); err != nil { // warm the cache once
-		return nil, err
+		return "", err
 	}
-	base, err := pageTablesBytes()
-	if err != nil {
-		return nil, err
-	}
+	return scan.String(), nil
+}
 
-	// Each held connection is a psql that sleeps once its scans are done;
-	// cancelling holdCtx stops them all.
-	holdCtx, stopHolds := context.WithCancel(ctx)
-	var holds sync.WaitGroup
-	defer func() {
-		stopHolds()
-		holds.Wait()
-	}()
-	failed := make(chan error, conns+1)
+// heldConnections are psqls that sleep once their scans are done.
+type heldConnections struct {
+	cl     *pgctl.Cluster
+	conns  int
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	failed chan error
+}
+
+// holdConnections opens one idle connection and conns that run scan, each
+// then sleeping until stop.
+func holdConnections(ctx context.Context, cl *pgctl.Cluster, scan string, conns int) *heldConnections {
+	holdCtx, cancel := context.WithCancel(ctx)
+	h := &heldConnections{cl: cl, conns: conns, cancel: cancel, failed: make(chan error, conns+1)}
 	hold := func(sql, tag string) {
-		holds.Add(1)
+		h.wg.Add(1)
 		go func() {
-			defer holds.Done()
+			defer h.wg.Done()
 			cmd := cl.Command(nil, "psql", cl.PsqlArgs(sql+fmt.Sprintf("SELECT pg_sleep(3600) /* %s */;", tag))...)
 			if _, err := cl.Run(holdCtx, cmd); err != nil && holdCtx.Err() == nil {
-				failed <- fmt.Errorf("hold a %s connection: %w", tag, err)
+				h.failed <- fmt.Errorf("hold a %s connection: %w", tag, err)
 			}
 		}()
 	}
 	hold("", "idle")
 	for i := 0; i < conns; i++ {
-		hold(scan.String(), "touch")
+		hold(scan, "touch")
 	}
-	// Wait until every backend has finished its scans and sleeps.
+	return h
+}
+
+// stop ends every held connection and waits for them.
+func (h *heldConnections) stop() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// waitAsleep waits until every held backend has finished its scans and
+// sleeps, and returns their "pid|idle" rows.
+func (h *heldConnections) waitAsleep(ctx context.Context) ([]string, error) {
 	q := "SELECT pid, query LIKE '%/* idle */%' FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()"
-	var rows []string
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		select {
-		case err := <-failed:
+		case err := <-h.failed:
 			return nil, err
 		default:
 		}
-		out, err := cl.Psql(ctx, q)
+		out, err := h.cl.Psql(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		rows = strings.Fields(out)
-		if len(rows) == conns+1 {
-			break
+		rows := strings.Fields(out)
+		if len(rows) == h.conns+1 {
+			return rows, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("only %d of %d connections got to sleep", len(rows), conns+1)
+			return nil, fmt.Errorf("only %d of %d connections got to sleep", len(rows), h.conns+1)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	after, err := pageTablesBytes()
-	if err != nil {
-		return nil, err
-	}
+}
+
+// addPageTables records the page tables of the sleeping backends in rows
+// ("pid|idle") and the machine's growth in page tables, grown.
+func (run *PageTablesRun) addPageTables(rows []string, grown int64) error {
 	var sum int64
 	for _, r := range rows {
 		pid, isIdle, _ := strings.Cut(r, "|")
 		v, err := vmPTE(pid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if isIdle == "t" {
 			run.PageTablesIdleConnectionBytes = v
@@ -228,8 +283,8 @@ func measurePageTables(ctx context.Context, opts PageTablesOptions, sbBytes int6
 			sum += v
 		}
 	}
-	run.PageTablesTotalBytes = after - base
-	run.PageTablesPerConnectionBytes = sum / int64(conns)
+	run.PageTablesTotalBytes = grown
+	run.PageTablesPerConnectionBytes = sum / int64(run.Connections)
 	run.SharedSegmentPerConnection = run.PageTablesPerConnectionBytes - run.PageTablesIdleConnectionBytes
-	return run, nil
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 )
 
 // PersistFile is the sysctl.d file --persist writes, relative to the root.
@@ -22,6 +24,8 @@ func backup(path string) (FileBackup, error) {
 	return FileBackup{Path: path, Existed: true, Content: string(b)}, nil
 }
 
+// restore puts a file back as it was: replaced atomically, or removed when
+// it did not exist.
 func (b FileBackup) restore() error {
 	if !b.Existed {
 		if err := os.Remove(b.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -29,6 +33,15 @@ func (b FileBackup) restore() error {
 		}
 		return nil
 	}
+	if err := atomicfile.WriteFile(b.Path, []byte(b.Content), 0o644); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+// restoreSysctl writes a sysctl's value back in place: a /proc/sys file
+// cannot be replaced, only written.
+func (b FileBackup) restoreSysctl() error {
 	if err := os.WriteFile(b.Path, []byte(b.Content), 0o644); err != nil {
 		return fmt.Errorf("restore %s: %w", b.Path, err)
 	}
@@ -54,8 +67,8 @@ func (k Kernel) extras(opts ReserveOptions, st *State) error {
 			return fmt.Errorf("persist: %w", err)
 		}
 		content := fmt.Sprintf("# Written by pgbench-runner hugepages reserve --persist.\nvm.nr_hugepages = %d\n", opts.Pages)
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			return fmt.Errorf("persist: write %s: %w", path, err)
+		if err := atomicfile.WriteFile(path, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("persist: %w", err)
 		}
 	}
 	if opts.OvercommitRatio > 0 {
@@ -106,7 +119,7 @@ func (k Kernel) extras(opts ReserveOptions, st *State) error {
 func restoreExtras(st *State) error {
 	var errs []error
 	for i := len(st.Sysctls) - 1; i >= 0; i-- {
-		errs = append(errs, st.Sysctls[i].restore())
+		errs = append(errs, st.Sysctls[i].restoreSysctl())
 	}
 	if st.Persist != nil {
 		errs = append(errs, st.Persist.restore())

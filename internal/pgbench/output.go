@@ -60,105 +60,136 @@ var ErrNotOutput = errors.New("not pgbench output: no \"transaction type:\" and 
 // and stderr together: progress lines and messages are recognised too).
 // An aborted run is an *AbortedError, text without a summary ErrNotOutput.
 func ParseOutput(text string) (*Output, error) {
-	out := &Output{}
-	var msgs []string
-	var aborted, sawType, sawTPS bool
+	p := &outputParser{out: &Output{}}
 	for _, raw := range strings.Split(text, "\n") {
-		line := strings.TrimRight(raw, "\r")
-		if line == "" {
-			continue
-		}
-		if m, ok := pgbenchMessage(line); ok {
-			if strings.Contains(m, "Run was aborted") {
-				aborted = true
-			} else {
-				msgs = append(msgs, m)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ") {
-			// Continuation of a message (libpq detail/hint) or a
-			// per-statement latency line: neither is summary data.
-			continue
-		}
-		if strings.HasPrefix(line, "progress: ") {
-			if tps, ok := progressTPS(line); ok {
-				out.Progress = append(out.Progress, tps)
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "pgbench (") && strings.HasSuffix(line, ")") {
-			out.Version, out.ServerVersion = parseBanner(line)
-			continue
-		}
-		key, val, ok := strings.Cut(line, ": ")
-		if !ok {
-			key, val, ok = strings.Cut(line, " = ")
-		}
-		if !ok {
-			continue
-		}
-		var err error
-		switch key {
-		case "transaction type":
-			out.TransactionType, sawType = val, true
-		case "query mode":
-			out.QueryMode = val
-		case "scaling factor":
-			out.Scale, err = strconv.Atoi(val)
-		case "number of clients":
-			out.Clients, err = strconv.Atoi(val)
-		case "number of threads":
-			out.Threads, err = strconv.Atoi(val)
-		case "maximum number of tries":
-			out.MaxTries, err = strconv.Atoi(val)
-		case "duration":
-			out.DurationSeconds, err = parseFloat(strings.TrimSuffix(val, " s"))
-		case "number of transactions actually processed":
-			// "N" under -T, "N/M" under -t.
-			n, _, _ := strings.Cut(val, "/")
-			out.Transactions, err = strconv.ParseInt(n, 10, 64)
-		case "number of failed transactions":
-			out.Failed, err = leadingInt(val)
-		case "number of transactions skipped":
-			out.Skipped, err = leadingInt(val)
-		case "number of transactions retried":
-			out.Retried, err = leadingInt(val)
-		case "total number of retries":
-			out.Retries, err = strconv.ParseInt(val, 10, 64)
-		case "latency average":
-			out.LatencyAvgMS, err = parseMS(val)
-		case "latency stddev":
-			out.LatencyStddevMS, err = parseMS(val)
-		case "initial connection time":
-			out.InitialConnectMS, err = parseMS(val)
-		case "tps":
-			num, kind, _ := strings.Cut(val, " ")
-			var tps float64
-			tps, err = parseFloat(num)
-			switch kind {
-			case "(including connections establishing)":
-				out.TPSIncludingConnect = tps
-			case "(without initial connection time)", "(excluding connections establishing)", "(including reconnection times)":
-				out.TPS, sawTPS = tps, true
-			default:
-				err = fmt.Errorf("unknown tps kind %q", kind)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("parse pgbench output line %q: %w", line, err)
+		if err := p.line(strings.TrimRight(raw, "\r")); err != nil {
+			return nil, err
 		}
 	}
-	if aborted {
-		return nil, &AbortedError{Messages: msgs}
+	return p.result()
+}
+
+// outputParser is the state of ParseOutput between lines.
+type outputParser struct {
+	out             *Output
+	msgs            []string
+	aborted         bool
+	sawType, sawTPS bool
+}
+
+// line reads one line: a message, a progress line, the banner or a
+// summary field; anything else is skipped.
+func (p *outputParser) line(line string) error {
+	if line == "" {
+		return nil
 	}
-	if !sawType || !sawTPS {
-		if len(msgs) > 0 {
-			return nil, fmt.Errorf("%w: pgbench said: %s", ErrNotOutput, strings.Join(msgs, "; "))
+	if m, ok := pgbenchMessage(line); ok {
+		if strings.Contains(m, "Run was aborted") {
+			p.aborted = true
+		} else {
+			p.msgs = append(p.msgs, m)
+		}
+		return nil
+	}
+	if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ") {
+		// Continuation of a message (libpq detail/hint) or a
+		// per-statement latency line: neither is summary data.
+		return nil
+	}
+	if strings.HasPrefix(line, "progress: ") {
+		if tps, ok := progressTPS(line); ok {
+			p.out.Progress = append(p.out.Progress, tps)
+		}
+		return nil
+	}
+	if strings.HasPrefix(line, "pgbench (") && strings.HasSuffix(line, ")") {
+		p.out.Version, p.out.ServerVersion = parseBanner(line)
+		return nil
+	}
+	key, val, ok := strings.Cut(line, ": ")
+	if !ok {
+		key, val, ok = strings.Cut(line, " = ")
+	}
+	if !ok {
+		return nil
+	}
+	if err := p.field(key, val); err != nil {
+		return fmt.Errorf("parse pgbench output line %q: %w", line, err)
+	}
+	return nil
+}
+
+// field sets the summary field key; keys it does not know are skipped.
+func (p *outputParser) field(key, val string) error {
+	out := p.out
+	var err error
+	switch key {
+	case "transaction type":
+		out.TransactionType, p.sawType = val, true
+	case "query mode":
+		out.QueryMode = val
+	case "scaling factor":
+		out.Scale, err = strconv.Atoi(val)
+	case "number of clients":
+		out.Clients, err = strconv.Atoi(val)
+	case "number of threads":
+		out.Threads, err = strconv.Atoi(val)
+	case "maximum number of tries":
+		out.MaxTries, err = strconv.Atoi(val)
+	case "duration":
+		out.DurationSeconds, err = parseFloat(strings.TrimSuffix(val, " s"))
+	case "number of transactions actually processed":
+		// "N" under -T, "N/M" under -t.
+		n, _, _ := strings.Cut(val, "/")
+		out.Transactions, err = strconv.ParseInt(n, 10, 64)
+	case "number of failed transactions":
+		out.Failed, err = leadingInt(val)
+	case "number of transactions skipped":
+		out.Skipped, err = leadingInt(val)
+	case "number of transactions retried":
+		out.Retried, err = leadingInt(val)
+	case "total number of retries":
+		out.Retries, err = strconv.ParseInt(val, 10, 64)
+	case "latency average":
+		out.LatencyAvgMS, err = parseMS(val)
+	case "latency stddev":
+		out.LatencyStddevMS, err = parseMS(val)
+	case "initial connection time":
+		out.InitialConnectMS, err = parseMS(val)
+	case "tps":
+		err = p.tps(val)
+	}
+	return err
+}
+
+// tps sets one of the tps figures by its kind.
+func (p *outputParser) tps(val string) error {
+	num, kind, _ := strings.Cut(val, " ")
+	tps, err := parseFloat(num)
+	switch kind {
+	case "(including connections establishing)":
+		p.out.TPSIncludingConnect = tps
+	case "(without initial connection time)", "(excluding connections establishing)", "(including reconnection times)":
+		p.out.TPS, p.sawTPS = tps, true
+	default:
+		err = fmt.Errorf("unknown tps kind %q", kind)
+	}
+	return err
+}
+
+// result is the parsed output, or why there is none: the run aborted, or
+// the text has no summary.
+func (p *outputParser) result() (*Output, error) {
+	if p.aborted {
+		return nil, &AbortedError{Messages: p.msgs}
+	}
+	if !p.sawType || !p.sawTPS {
+		if len(p.msgs) > 0 {
+			return nil, fmt.Errorf("%w: pgbench said: %s", ErrNotOutput, strings.Join(p.msgs, "; "))
 		}
 		return nil, ErrNotOutput
 	}
-	return out, nil
+	return p.out, nil
 }
 
 // pgbenchMessage recognises pgbench's log lines: "pgbench: error: ..."

@@ -18,10 +18,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
@@ -331,29 +331,17 @@ func StampedBuildKey(binDir string) string {
 	return r.BuildKey
 }
 
-// LockFile takes an exclusive flock on path, waiting until ctx ends, and
-// returns what releases it.
-func LockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+// LockPrefix takes the lock of prefix (the file prefix.lock), which a build
+// holds from before it looks into the prefix until its install is done,
+// waiting until ctx ends.
+func LockPrefix(ctx context.Context, prefix string) (*filelock.Lock, error) {
+	return filelock.LockPath(ctx, prefix+".lock", filelock.Exclusive)
+}
+
+// TryLockPrefix takes the lock of prefix without waiting: while a build
+// holds it, the error wraps filelock.ErrHeld.
+func TryLockPrefix(prefix string) (*filelock.Lock, error) {
+	return filelock.TryPath(prefix+".lock", filelock.Exclusive)
 }
 
 // Version returns the first line of `postgres --version` in binDir.
@@ -416,142 +404,246 @@ func splitConfigure(s string) []string {
 }
 
 // Build builds (or reuses, or adopts) PostgreSQL as opts say. progress may be nil.
+// It plans the build (tools, patches, sources, build key, prefix), then runs
+// it in the prefix, unless a finished build of the same key is there. It
+// never changes opts: the caller's Patches stay as given.
 func Build(ctx context.Context, opts Options, progress Progress) (Result, error) {
 	if progress == nil {
 		progress = func(string, string) {}
 	}
 	start := time.Now()
+	if err := opts.checkSource(); err != nil {
+		return Result{}, err
+	}
+	if opts.SystemBinDir != "" {
+		return Adopt(ctx, opts.SystemBinDir)
+	}
+	p, err := newPlan(ctx, opts, progress)
+	if err != nil {
+		return Result{}, err
+	}
+	defer p.discard()
+	r, err := p.run(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+// checkSource makes sure the options name exactly one source, and a git
+// source a ref.
+func (o Options) checkSource() error {
 	n := 0
-	for _, s := range []string{opts.Tarball, opts.GitURL, opts.SystemBinDir} {
+	for _, s := range []string{o.Tarball, o.GitURL, o.SystemBinDir} {
 		if s != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return Result{}, errors.New("build: give exactly one source: tarball, git or system")
+		return errors.New("build: give exactly one source: tarball, git or system")
 	}
-	if opts.SystemBinDir != "" {
-		return Adopt(ctx, opts.SystemBinDir)
+	if o.GitURL != "" && o.GitRef == "" {
+		return errors.New("build: git source needs a ref")
 	}
-	if opts.GitURL != "" && opts.GitRef == "" {
-		return Result{}, errors.New("build: git source needs a ref")
+	return nil
+}
+
+// plan is a build decided on: its tools checked, its patches read, its
+// sources identified (a git source fetched), its key and prefix known.
+type plan struct {
+	// opts has an absolute Tarball and Patches, in a slice of its own.
+	opts     Options
+	progress Progress
+	src      Source
+	// gitDir is the fetched git tree, moved into the work dir by extract.
+	gitDir  string
+	patches []Patch
+	key     string
+	prefix  string
+}
+
+// newPlan plans a build from a tarball or git source.
+func newPlan(ctx context.Context, opts Options, progress Progress) (*plan, error) {
+	if err := prepareTools(ctx, opts); err != nil {
+		return nil, err
 	}
-	if opts.InstallDeps {
-		if err := InstallDeps(ctx, io.Discard, opts.tools()...); err != nil {
-			return Result{}, err
-		}
-	}
-	if err := checkTools(opts); err != nil {
-		return Result{}, err
-	}
-	patches, patchInfo, err := readPatches(opts.Patches)
+	p := &plan{opts: opts, progress: progress}
+	contents, err := p.readPatches()
 	if err != nil {
-		return Result{}, err
-	}
-	if patchInfo == nil {
-		patchInfo = []Patch{}
-	}
-	for i, p := range opts.Patches {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return Result{}, fmt.Errorf("patch %s: %w", p, err)
-		}
-		opts.Patches[i] = abs
+		return nil, err
 	}
 	cc, err := CompilerVersion(ctx)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
+	if err := p.identifySource(ctx); err != nil {
+		p.discard()
+		return nil, err
+	}
+	p.key = keyInputs{p.src.id(), contents, opts.ConfigureFlags, opts.CFlags, cc}.key()
+	if p.prefix, err = opts.prefix(p.key); err != nil {
+		p.discard()
+		return nil, err
+	}
+	return p, nil
+}
 
-	var src Source
-	var gitDir string // fetched git tree, moved into the work dir
-	switch {
-	case opts.Tarball != "":
-		abs, err := filepath.Abs(opts.Tarball)
-		if err != nil {
-			return Result{}, fmt.Errorf("tarball %s: %w", opts.Tarball, err)
+// discard removes what planning fetched and the build did not take.
+func (p *plan) discard() {
+	if p.gitDir != "" {
+		os.RemoveAll(p.gitDir)
+	}
+}
+
+// prepareTools installs the build dependencies when asked to, and checks
+// that every tool the build runs is there.
+func prepareTools(ctx context.Context, opts Options) error {
+	if opts.InstallDeps {
+		if err := InstallDeps(ctx, io.Discard, opts.tools()...); err != nil {
+			return err
 		}
-		opts.Tarball = abs
+	}
+	return checkTools(opts)
+}
+
+// readPatches reads the patches the build key covers, and makes the plan's
+// patch paths absolute (patch runs in the source tree) in a copy of the
+// caller's slice.
+func (p *plan) readPatches() ([][]byte, error) {
+	contents, infos, err := readPatches(p.opts.Patches)
+	if err != nil {
+		return nil, err
+	}
+	p.patches = infos
+	if p.patches == nil {
+		p.patches = []Patch{}
+	}
+	abs := make([]string, len(p.opts.Patches))
+	for i, path := range p.opts.Patches {
+		if abs[i], err = filepath.Abs(path); err != nil {
+			return nil, fmt.Errorf("patch %s: %w", path, err)
+		}
+	}
+	p.opts.Patches = abs
+	return contents, nil
+}
+
+// identifySource checks a tarball against its sha256, or fetches a git ref
+// and records its commit.
+func (p *plan) identifySource(ctx context.Context) error {
+	if p.opts.Tarball != "" {
+		abs, err := filepath.Abs(p.opts.Tarball)
+		if err != nil {
+			return fmt.Errorf("tarball %s: %w", p.opts.Tarball, err)
+		}
+		p.opts.Tarball = abs
 		sum, err := digest.FileSHA256(abs)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
-		if opts.SHA256 != "" && !strings.EqualFold(opts.SHA256, sum) {
-			return Result{}, fmt.Errorf("tarball %s: sha256 %s, want %s", abs, sum, opts.SHA256)
+		if p.opts.SHA256 != "" && !strings.EqualFold(p.opts.SHA256, sum) {
+			return fmt.Errorf("tarball %s: sha256 %s, want %s", abs, sum, p.opts.SHA256)
 		}
-		src = Source{Kind: "tarball", Path: abs, SHA256: sum}
-	default:
-		dir, err := os.MkdirTemp("", "pgbuild-git-")
-		if err != nil {
-			return Result{}, fmt.Errorf("make git dir: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		commit, err := gitFetch(ctx, dir, opts.GitURL, opts.GitRef, progress)
-		if err != nil {
-			return Result{}, err
-		}
-		gitDir = dir
-		src = Source{Kind: "git", URL: opts.GitURL, Commit: commit}
+		p.src = Source{Kind: "tarball", Path: abs, SHA256: sum}
+		return nil
 	}
-	id := "tarball:" + src.SHA256
-	if src.Kind == "git" {
-		id = "git:" + src.Commit
+	dir, err := os.MkdirTemp("", "pgbuild-git-")
+	if err != nil {
+		return fmt.Errorf("make git dir: %w", err)
 	}
-	key := keyInputs{id, patches, opts.ConfigureFlags, opts.CFlags, cc}.key()
+	p.gitDir = dir
+	commit, err := gitFetch(ctx, dir, p.opts.GitURL, p.opts.GitRef, p.progress)
+	if err != nil {
+		return err
+	}
+	p.src = Source{Kind: "git", URL: p.opts.GitURL, Commit: commit}
+	return nil
+}
 
-	prefix := opts.Prefix
+// id is the part of the build key that names the sources.
+func (s Source) id() string {
+	if s.Kind == "git" {
+		return "git:" + s.Commit
+	}
+	return "tarball:" + s.SHA256
+}
+
+// prefix is the absolute prefix a build of key installs into.
+func (o Options) prefix(key string) (string, error) {
+	prefix := o.Prefix
 	if prefix == "" {
-		root := opts.Root
+		root := o.Root
 		if root == "" {
 			root = DefaultRoot
 		}
 		prefix = filepath.Join(root, key[:16])
 	}
-	prefix, err = filepath.Abs(prefix)
+	abs, err := filepath.Abs(prefix)
 	if err != nil {
-		return Result{}, fmt.Errorf("prefix %s: %w", opts.Prefix, err)
+		return "", fmt.Errorf("prefix %s: %w", o.Prefix, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
-		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(prefix), err)
+	return abs, nil
+}
+
+// run builds into the prefix under its lock, or returns the finished build
+// of the same key that is there already.
+func (p *plan) run(ctx context.Context) (Result, error) {
+	if err := os.MkdirAll(filepath.Dir(p.prefix), 0o755); err != nil {
+		return Result{}, fmt.Errorf("make %s: %w", filepath.Dir(p.prefix), err)
 	}
-	unlock, err := LockFile(ctx, prefix+".lock")
+	lock, err := LockPrefix(ctx, p.prefix)
 	if err != nil {
 		return Result{}, err
 	}
-	defer unlock()
-
-	if r, err := readStamp(prefix); err != nil {
+	defer lock.Close()
+	if r, err := p.finished(); err != nil {
 		return Result{}, err
 	} else if r != nil {
-		if r.BuildKey != key {
-			return Result{}, fmt.Errorf("prefix %s holds another build (key %s, want %s)", prefix, r.BuildKey, key)
-		}
-		r.Cached = true
-		r.Seconds = time.Since(start).Seconds()
 		return *r, nil
-	}
-	if _, err := os.Stat(prefix); err == nil {
-		return Result{}, fmt.Errorf("prefix %s exists but holds no finished build stamp; remove it first", prefix)
 	}
 	// Compiling on the host would slow a measurement down: wait for any
 	// to end, and hold one off until the install is done.
-	host, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "build " + prefix, Doing: "building", Mode: hostlock.Shared}, opts.HostWait)
+	host, err := hostlock.Acquire(ctx, hostlock.Holder{Who: "build " + p.prefix, Doing: "building", Mode: hostlock.Shared}, p.opts.HostWait)
 	if err != nil {
-		return Result{}, fmt.Errorf("build %s: %w", prefix, err)
+		return Result{}, fmt.Errorf("build %s: %w", p.prefix, err)
 	}
 	defer host.Release()
+	return p.build(ctx)
+}
 
-	logPath := prefix + ".log"
+// finished returns the build already in the prefix (cached), nil when
+// there is none, and an error when the prefix holds something else.
+func (p *plan) finished() (*Result, error) {
+	r, err := readStamp(p.prefix)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		if r.BuildKey != p.key {
+			return nil, fmt.Errorf("prefix %s holds another build (key %s, want %s)", p.prefix, r.BuildKey, p.key)
+		}
+		r.Cached = true
+		return r, nil
+	}
+	if _, err := os.Stat(p.prefix); err == nil {
+		return nil, fmt.Errorf("prefix %s exists but holds no finished build stamp; remove it first", p.prefix)
+	}
+	return nil, nil
+}
+
+// build runs the build's steps in a work directory next to the prefix and
+// stages the install there; the prefix appears only by the final rename,
+// stamp included, so a killed build leaves nothing behind that looks
+// finished.
+func (p *plan) build(ctx context.Context) (Result, error) {
+	logPath := p.prefix + ".log"
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return Result{}, fmt.Errorf("create build log: %w", err)
 	}
 	defer logFile.Close()
-
-	// Build and stage next to the prefix; the prefix appears only by the
-	// final rename, stamp included, so a killed build leaves nothing behind
-	// that looks finished.
-	work := prefix + ".work"
+	work := p.prefix + ".work"
 	if err := os.RemoveAll(work); err != nil {
 		return Result{}, fmt.Errorf("remove stale %s: %w", work, err)
 	}
@@ -559,97 +651,132 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 		return Result{}, fmt.Errorf("make %s: %w", work, err)
 	}
 	defer os.RemoveAll(work)
-	srcDir := filepath.Join(work, "src")
-	stage := filepath.Join(work, "stage")
-
-	b := &builder{ctx: ctx, log: logFile, progress: progress, logPath: logPath}
-	if opts.CCacheDir != "" {
-		if b.env, err = ccacheEnv(opts.CCacheDir, work); err != nil {
+	b := &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
+	if p.opts.CCacheDir != "" {
+		if b.env, err = ccacheEnv(p.opts.CCacheDir, work); err != nil {
 			return Result{}, err
 		}
 	}
-	if gitDir != "" {
-		progress("extract", "moving git tree "+src.Commit)
-		if err := os.Rename(gitDir, srcDir); err != nil {
-			return Result{}, fmt.Errorf("move git tree: %w", err)
-		}
-	} else {
-		if err := os.MkdirAll(srcDir, 0o755); err != nil {
-			return Result{}, fmt.Errorf("make %s: %w", srcDir, err)
-		}
-		if _, err := b.run("extract", srcDir, nil, "tar", "-xf", opts.Tarball, "--strip-components=1", "--no-same-owner"); err != nil {
-			return Result{}, err
-		}
-	}
-	for _, p := range opts.Patches {
-		out, err := b.run("patch", srcDir, nil, "patch", "-p1", "--forward", "--batch", "-i", p)
-		if err != nil {
-			return Result{}, &PatchError{Patch: p, Output: out + rejects(srcDir), Err: err}
-		}
-	}
-	args := append([]string{"--prefix=" + prefix}, opts.ConfigureFlags...)
-	var env []string
-	if opts.CFlags != "" {
-		env = append(env, "CFLAGS="+opts.CFlags)
-	}
-	if _, err := b.run("configure", srcDir, env, "./configure", args...); err != nil {
+	srcDir, stage := filepath.Join(work, "src"), filepath.Join(work, "stage")
+	if err := p.extract(b, srcDir); err != nil {
 		return Result{}, err
 	}
-	jobs := opts.Jobs
+	if err := p.applyPatches(b, srcDir); err != nil {
+		return Result{}, err
+	}
+	args, err := p.configure(b, srcDir)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := p.compileAndStage(b, srcDir, stage); err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		BuildKey:      p.key,
+		Prefix:        p.prefix,
+		BinDir:        filepath.Join(p.prefix, "bin"),
+		ConfigureArgs: args,
+		Source:        p.src,
+		Patches:       p.patches,
+		LogPath:       logPath,
+		CCache:        p.opts.CCacheDir != "",
+	}
+	return r, p.install(ctx, &r, filepath.Join(stage, p.prefix))
+}
+
+// extract puts the sources into srcDir: the fetched git tree, or the
+// tarball's contents.
+func (p *plan) extract(b *builder, srcDir string) error {
+	if p.gitDir != "" {
+		p.progress("extract", "moving git tree "+p.src.Commit)
+		if err := os.Rename(p.gitDir, srcDir); err != nil {
+			return fmt.Errorf("move git tree: %w", err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(srcDir, 0o755); err != nil {
+		return fmt.Errorf("make %s: %w", srcDir, err)
+	}
+	_, err := b.run("extract", srcDir, nil, "tar", "-xf", p.opts.Tarball, "--strip-components=1", "--no-same-owner")
+	return err
+}
+
+// applyPatches applies the patches in order; the first that does not
+// apply is a PatchError with patch's output and the rejected hunks.
+func (p *plan) applyPatches(b *builder, srcDir string) error {
+	for _, patch := range p.opts.Patches {
+		out, err := b.run("patch", srcDir, nil, "patch", "-p1", "--forward", "--batch", "-i", patch)
+		if err != nil {
+			return &PatchError{Patch: patch, Output: out + rejects(srcDir), Err: err}
+		}
+	}
+	return nil
+}
+
+// configure runs ./configure for the prefix and returns its arguments.
+func (p *plan) configure(b *builder, srcDir string) ([]string, error) {
+	args := append([]string{"--prefix=" + p.prefix}, p.opts.ConfigureFlags...)
+	var env []string
+	if p.opts.CFlags != "" {
+		env = append(env, "CFLAGS="+p.opts.CFlags)
+	}
+	if _, err := b.run("configure", srcDir, env, "./configure", args...); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// compileAndStage makes the server and Contrib, and installs them under
+// stage (DESTDIR).
+func (p *plan) compileAndStage(b *builder, srcDir, stage string) error {
+	jobs := p.opts.Jobs
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
 	j := fmt.Sprintf("-j%d", jobs)
 	if _, err := b.run("make", srcDir, nil, "make", j); err != nil {
-		return Result{}, err
+		return err
 	}
 	for _, c := range Contrib {
 		if _, err := b.run("make", srcDir, nil, "make", j, "-C", "contrib/"+c); err != nil {
-			return Result{}, err
+			return err
 		}
 	}
 	dest := "DESTDIR=" + stage
 	if _, err := b.run("install", srcDir, nil, "make", "install", dest); err != nil {
-		return Result{}, err
+		return err
 	}
 	for _, c := range Contrib {
 		if _, err := b.run("install", srcDir, nil, "make", "-C", "contrib/"+c, "install", dest); err != nil {
-			return Result{}, err
+			return err
 		}
 	}
-	staged := filepath.Join(stage, prefix)
-	binDir := filepath.Join(prefix, "bin")
+	return nil
+}
+
+// install records the staged build's version in r, writes r as the stamp
+// into the staged tree, and moves the tree into the prefix.
+func (p *plan) install(ctx context.Context, r *Result, staged string) error {
 	pgv, err := Version(ctx, filepath.Join(staged, "bin"))
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	m := versionRE.FindStringSubmatch(pgv)
 	if m == nil {
-		return Result{}, fmt.Errorf("parse postgres --version %q", pgv)
+		return fmt.Errorf("parse postgres --version %q", pgv)
 	}
-	r := Result{
-		BuildKey:      key,
-		Prefix:        prefix,
-		BinDir:        binDir,
-		Version:       m[1],
-		ConfigureArgs: args,
-		Source:        src,
-		Patches:       patchInfo,
-		LogPath:       logPath,
-		CCache:        opts.CCacheDir != "",
-	}
+	r.Version = m[1]
 	stamp, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return Result{}, fmt.Errorf("encode build stamp: %w", err)
+		return fmt.Errorf("encode build stamp: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(staged, StampName), append(stamp, '\n'), 0o644); err != nil {
-		return Result{}, fmt.Errorf("write build stamp: %w", err)
+		return fmt.Errorf("write build stamp: %w", err)
 	}
-	if err := os.Rename(staged, prefix); err != nil {
-		return Result{}, fmt.Errorf("move build into %s: %w", prefix, err)
+	if err := os.Rename(staged, p.prefix); err != nil {
+		return fmt.Errorf("move build into %s: %w", p.prefix, err)
 	}
-	r.Seconds = time.Since(start).Seconds()
-	return r, nil
+	return nil
 }
 
 // rejects returns the content of any .rej files patch left in dir.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -259,8 +260,22 @@ func TestBuildBadPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(root, "pg")
-	opts := Options{Tarball: tb, Patches: []string{bad}, ConfigureFlags: testFlags, Prefix: prefix}
+	// A relative path reaches patch (run in the source tree) made absolute,
+	// and the caller's slice keeps what the caller gave.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches := []string{rel}
+	opts := Options{Tarball: tb, Patches: patches, ConfigureFlags: testFlags, Prefix: prefix}
 	_, err = Build(context.Background(), opts, nil)
+	if patches[0] != rel {
+		t.Errorf("caller's patches[0] = %q after Build, want %q as given", patches[0], rel)
+	}
 	var pe *PatchError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a PatchError", err)
@@ -279,6 +294,42 @@ func TestBuildBadPatch(t *testing.T) {
 	}
 	if _, err := os.Stat(prefix + ".work"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("work dir after failed patch: stat err = %v, want removed", err)
+	}
+}
+
+// Planning makes the patch and tarball paths absolute in its own options,
+// never in the caller's slice.
+func TestPlanLeavesCallerPatches(t *testing.T) {
+	for _, tool := range requiredTools(Options{}) {
+		testhost.RequireCommand(t, tool)
+	}
+	dir := t.TempDir()
+	tb := filepath.Join(dir, "src.tar")
+	if err := os.WriteFile(tb, []byte("not built, only hashed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patches := []string{testPatch}
+	opts := Options{Tarball: tb, Patches: patches, Prefix: filepath.Join(dir, "pg")}
+	p, err := newPlan(context.Background(), opts, func(string, string) {})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	defer p.discard()
+	if got, want := patches[0], testPatch; got != want {
+		t.Errorf("caller's patches[0] = %q after planning, want %q", got, want)
+	}
+	want, err := filepath.Abs(testPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.opts.Patches; len(got) != 1 || got[0] != want {
+		t.Errorf("planned patches = %q, want [%q]", got, want)
+	}
+	if len(p.patches) != 1 || p.patches[0].Name != "bgwriter-delay.patch" {
+		t.Errorf("patch infos = %+v, want bgwriter-delay.patch", p.patches)
+	}
+	if got, want := p.src.Kind, "tarball"; got != want {
+		t.Errorf("source kind = %q, want %q", got, want)
 	}
 }
 
@@ -321,22 +372,25 @@ func TestMissingTools(t *testing.T) {
 }
 
 func TestLockExcludes(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "k.lock")
-	unlock, err := LockFile(context.Background(), p)
+	prefix := filepath.Join(t.TempDir(), "pg")
+	lock, err := LockPrefix(context.Background(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := LockFile(ctx, p); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := LockPrefix(ctx, prefix); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second lock while held: err = %v, want deadline exceeded", err)
 	}
-	unlock()
-	again, err := LockFile(context.Background(), p)
+	if _, err := TryLockPrefix(prefix); !errors.Is(err, filelock.ErrHeld) {
+		t.Fatalf("try while held: err = %v, want filelock.ErrHeld", err)
+	}
+	lock.Close()
+	again, err := TryLockPrefix(prefix)
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
-	again()
+	again.Close()
 }
 
 func TestGitFetchRecordsCommit(t *testing.T) {

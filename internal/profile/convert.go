@@ -136,110 +136,140 @@ func (b *builder) location(name, dso string) *profile.Location {
 
 // parseScript reads perf script output in the scriptFields layout.
 func parseScript(r io.Reader, keep func(comm string) bool, unknown nameUnknown) (*profile.Profile, error) {
-	b := newBuilder()
+	ps := &scriptParser{b: newBuilder(), keep: keep, unknown: unknown, dropped: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var (
-		cur         *profile.Sample // nil between samples and for samples not kept
-		inSample    bool
-		total       int
-		first, last int64 // sample times, ns
-		periods     []int64
-		lineNo      int
-		badFrame    error
-		dropped     = map[string]int{} // samples not kept, by command
-	)
+	lineNo := 0
 	for sc.Scan() {
 		lineNo++
 		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			cur, inSample = nil, false
-			continue
+		var err error
+		switch {
+		case strings.TrimSpace(line) == "":
+			ps.cur, ps.inSample = nil, false
+		case line[0] != ' ' && line[0] != '\t':
+			err = ps.header(line)
+		default:
+			err = ps.frame(line, lineNo)
 		}
-		if line[0] != ' ' && line[0] != '\t' {
-			m := sampleHeader.FindStringSubmatch(line)
-			if m == nil {
-				return nil, fmt.Errorf("line %d: not a sample header: %q", lineNo, line)
-			}
-			inSample = true
-			total++
-			comm := m[1]
-			pid, _ := strconv.ParseInt(m[2], 10, 64)
-			sec, _ := strconv.ParseInt(m[4], 10, 64)
-			frac := m[5]
-			for len(frac) < 9 {
-				frac += "0"
-			}
-			ns, _ := strconv.ParseInt(frac[:9], 10, 64)
-			t := sec*1e9 + ns
-			if total == 1 || t < first {
-				first = t
-			}
-			if t > last {
-				last = t
-			}
-			period, err := strconv.ParseInt(m[6], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: period %q: %w", lineNo, m[6], err)
-			}
-			if keep != nil && !keep(comm) {
-				dropped[comm]++
-				cur = nil
-				continue
-			}
-			cur = &profile.Sample{
-				Value:    []int64{1, period},
-				Label:    map[string][]string{"comm": {comm}},
-				NumLabel: map[string][]int64{"pid": {pid}},
-			}
-			b.p.Sample = append(b.p.Sample, cur)
-			periods = append(periods, period)
-			continue
-		}
-		if !inSample {
-			return nil, fmt.Errorf("line %d: frame outside a sample: %q", lineNo, line)
-		}
-		if cur == nil {
-			continue
-		}
-		m := frameLine.FindStringSubmatch(line)
-		if m == nil {
-			if badFrame == nil {
-				badFrame = fmt.Errorf("line %d: not a frame: %q", lineNo, line)
-			}
-			continue
-		}
-		addr, err := strconv.ParseUint(m[1], 16, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: address %q: %w", lineNo, m[1], err)
+			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
-		sym, dso := symOffset.ReplaceAllString(m[2], ""), m[3]
-		if dso == "[unknown]" {
-			continue // no mapping: garbage from a broken frame-pointer chain
-		}
-		if sym == "[unknown]" || sym == "" {
-			sym = unknown(dso, addr, len(cur.Location) == 0)
-		}
-		cur.Location = append(cur.Location, b.location(sym, dso))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if badFrame != nil {
-		return nil, badFrame
+	return ps.finish()
+}
+
+// scriptParser is the state of parseScript between lines.
+type scriptParser struct {
+	b       *builder
+	keep    func(comm string) bool
+	unknown nameUnknown
+	// cur is the sample the frames go to: nil between samples and for
+	// samples not kept.
+	cur         *profile.Sample
+	inSample    bool
+	total       int
+	first, last int64 // sample times, ns
+	periods     []int64
+	// badFrame is the first line that is not a frame, reported once the
+	// rest has parsed.
+	badFrame error
+	dropped  map[string]int // samples not kept, by command
+}
+
+// header starts a sample: its command, pid, time and period.
+func (ps *scriptParser) header(line string) error {
+	m := sampleHeader.FindStringSubmatch(line)
+	if m == nil {
+		return fmt.Errorf("not a sample header: %q", line)
 	}
-	if len(b.p.Sample) == 0 {
+	ps.inSample = true
+	ps.total++
+	comm := m[1]
+	pid, _ := strconv.ParseInt(m[2], 10, 64)
+	sec, _ := strconv.ParseInt(m[4], 10, 64)
+	frac := m[5]
+	for len(frac) < 9 {
+		frac += "0"
+	}
+	ns, _ := strconv.ParseInt(frac[:9], 10, 64)
+	t := sec*1e9 + ns
+	if ps.total == 1 || t < ps.first {
+		ps.first = t
+	}
+	if t > ps.last {
+		ps.last = t
+	}
+	period, err := strconv.ParseInt(m[6], 10, 64)
+	if err != nil {
+		return fmt.Errorf("period %q: %w", m[6], err)
+	}
+	if ps.keep != nil && !ps.keep(comm) {
+		ps.dropped[comm]++
+		ps.cur = nil
+		return nil
+	}
+	ps.cur = &profile.Sample{
+		Value:    []int64{1, period},
+		Label:    map[string][]string{"comm": {comm}},
+		NumLabel: map[string][]int64{"pid": {pid}},
+	}
+	ps.b.p.Sample = append(ps.b.p.Sample, ps.cur)
+	ps.periods = append(ps.periods, period)
+	return nil
+}
+
+// frame adds one stack frame to the current sample.
+func (ps *scriptParser) frame(line string, lineNo int) error {
+	if !ps.inSample {
+		return fmt.Errorf("frame outside a sample: %q", line)
+	}
+	if ps.cur == nil {
+		return nil
+	}
+	m := frameLine.FindStringSubmatch(line)
+	if m == nil {
+		if ps.badFrame == nil {
+			ps.badFrame = fmt.Errorf("line %d: not a frame: %q", lineNo, line)
+		}
+		return nil
+	}
+	addr, err := strconv.ParseUint(m[1], 16, 64)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", m[1], err)
+	}
+	sym, dso := symOffset.ReplaceAllString(m[2], ""), m[3]
+	if dso == "[unknown]" {
+		return nil // no mapping: garbage from a broken frame-pointer chain
+	}
+	if sym == "[unknown]" || sym == "" {
+		sym = ps.unknown(dso, addr, len(ps.cur.Location) == 0)
+	}
+	ps.cur.Location = append(ps.cur.Location, ps.b.location(sym, dso))
+	return nil
+}
+
+// finish is the profile of the samples kept, with the median period and
+// the time from the first sample to the last.
+func (ps *scriptParser) finish() (*profile.Profile, error) {
+	if ps.badFrame != nil {
+		return nil, ps.badFrame
+	}
+	if len(ps.b.p.Sample) == 0 {
 		var comms []string
-		for c, n := range dropped {
+		for c, n := range ps.dropped {
 			comms = append(comms, fmt.Sprintf("%q %d", c, n))
 		}
 		sort.Strings(comms)
-		return nil, fmt.Errorf("no samples kept of %d (filtered out: %s)", total, strings.Join(comms, ", "))
+		return nil, fmt.Errorf("no samples kept of %d (filtered out: %s)", ps.total, strings.Join(comms, ", "))
 	}
-	sort.Slice(periods, func(i, j int) bool { return periods[i] < periods[j] })
-	b.p.Period = periods[len(periods)/2]
-	b.p.DurationNanos = last - first
-	return b.p, nil
+	sort.Slice(ps.periods, func(i, j int) bool { return ps.periods[i] < ps.periods[j] })
+	ps.b.p.Period = ps.periods[len(ps.periods)/2]
+	ps.b.p.DurationNanos = ps.last - ps.first
+	return ps.b.p, nil
 }
 
 // WriteFile writes p as gzip'd protobuf (.pb.gz), what `go tool pprof` reads.

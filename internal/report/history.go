@@ -12,8 +12,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 )
 
 // HistoryVersion is the version of a history line's layout. ReadHistory
@@ -224,12 +225,12 @@ func AppendHistory(path string, entries []HistoryEntry) error {
 	if err != nil {
 		return fmt.Errorf("open history: %w", err)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock history %s: %w", path, err)
+	lock, err := filelock.Wait(f, filelock.Exclusive)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("lock history: %w", err)
 	}
-	// Closing f releases the lock: an unlock deferred past the Close below
-	// would hit whatever file took the descriptor number since.
+	defer lock.Close()
 	// A writer killed in the middle of its line leaves no newline at the
 	// end: start on a line of our own so only that line is bad. (Read and
 	// write: the last byte is read back.)
@@ -245,7 +246,7 @@ func AppendHistory(path string, entries []HistoryEntry) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync history %s: %w", path, err)
 	}
-	return f.Close()
+	return lock.Close()
 }
 
 // ReadHistory reads a history written by AppendHistory. Blank lines are

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 )
 
 // Host is a real host for tests: a network namespace reachable from the
@@ -224,14 +226,12 @@ func lockAlloc() (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", allocLock, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	lock, err := filelock.Wait(f, filelock.Exclusive)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", allocLock, err)
+		return nil, err
 	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return func() { lock.Close() }, nil
 }
 
 // makeKeys draws the host's keys: its host key exists from the first boot

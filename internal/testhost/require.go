@@ -8,8 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 )
 
 // RequireEnv is the variable that turns every "cannot run here" skip into a
@@ -70,14 +71,12 @@ func LockKernel(t testing.TB) {
 		Skip(t, "cannot open kernel lock %s: %v", KernelLockPath, err)
 		return
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	lock, err := filelock.Wait(f, filelock.Exclusive)
+	if err != nil {
 		f.Close()
 		t.Fatalf("lock %s: %v", KernelLockPath, err)
 	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	t.Cleanup(func() { lock.Close() })
 }
 
 // SaveSysctl reads the current value of a /proc/sys file (name given as

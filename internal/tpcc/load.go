@@ -77,13 +77,59 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	res := &LoadResult{Version: Version, Warehouses: o.Warehouses}
 	consts := newLoadConstants(rand.New(rand.NewPCG(seed, 0)))
 	progress("create tables")
-	for _, q := range tablesDDL {
+	if err := execAll(ctx, conn, tablesDDL, "create tables"); err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("load %d warehouses with %d connections", o.Warehouses, threads))
+	if err := loadWarehouses(ctx, o, threads, seed, consts); err != nil {
+		return nil, err
+	}
+	res.CopySeconds = time.Since(start).Seconds()
+	progress("build keys and indexes")
+	t := time.Now()
+	if err := execAll(ctx, conn, indexDDL, ""); err != nil {
+		return nil, err
+	}
+	if err := execAll(ctx, conn, functionsDDL, "create the transaction functions"); err != nil {
+		return nil, err
+	}
+	res.IndexSeconds = time.Since(t).Seconds()
+	progress("vacuum, analyze and checkpoint")
+	t = time.Now()
+	if err := execAll(ctx, conn, []string{"VACUUM (FREEZE, ANALYZE)", "CHECKPOINT"}, ""); err != nil {
+		return nil, err
+	}
+	res.VacuumSeconds = time.Since(t).Seconds()
+	if err := recordDataset(ctx, conn, o.Warehouses, consts, res); err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	progress("check the consistency conditions")
+	res.Check, err = check(ctx, conn, true)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// execAll runs each statement of qs in turn. An error names what, or the
+// statement when what is "".
+func execAll(ctx context.Context, conn *pgx.Conn, qs []string, what string) error {
+	for _, q := range qs {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			return nil, fmt.Errorf("create tables: %w", err)
+			if what == "" {
+				what = q
+			}
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
+	return nil
+}
 
-	progress(fmt.Sprintf("load %d warehouses with %d connections", o.Warehouses, threads))
+// loadWarehouses generates and copies the items and warehouses 1 to
+// o.Warehouses over threads connections of their own; the first error
+// stops them all.
+func loadWarehouses(ctx context.Context, o LoadOptions, threads int, seed uint64, consts Constants) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	work := make(chan int)
 	errs := make([]error, threads+1)
@@ -128,49 +174,22 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	close(work)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+		return fmt.Errorf("load: %w", err)
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	res.CopySeconds = time.Since(start).Seconds()
+	return ctx.Err()
+}
 
-	progress("build keys and indexes")
-	t := time.Now()
-	for _, q := range indexDDL {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return nil, fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	for _, q := range functionsDDL {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return nil, fmt.Errorf("create the transaction functions: %w", err)
-		}
-	}
-	res.IndexSeconds = time.Since(t).Seconds()
-	progress("vacuum, analyze and checkpoint")
-	t = time.Now()
-	for _, q := range []string{"VACUUM (FREEZE, ANALYZE)", "CHECKPOINT"} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return nil, fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	res.VacuumSeconds = time.Since(t).Seconds()
-	// The meta row comes last: a dataset without it never finished loading.
+// recordDataset writes the meta row, last: a dataset without it never
+// finished loading. It notes the database's size in res.
+func recordDataset(ctx context.Context, conn *pgx.Conn, warehouses int, consts Constants, res *LoadResult) error {
 	if _, err := conn.Exec(ctx, "INSERT INTO tpcc_meta (version, warehouses, c_last, c_id, ol_i_id) VALUES ($1, $2, $3, $4, $5)",
-		Version, o.Warehouses, consts.Last, consts.CID, consts.Item); err != nil {
-		return nil, fmt.Errorf("record the dataset: %w", err)
+		Version, warehouses, consts.Last, consts.CID, consts.Item); err != nil {
+		return fmt.Errorf("record the dataset: %w", err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&res.Bytes); err != nil {
-		return nil, fmt.Errorf("database size: %w", err)
+		return fmt.Errorf("database size: %w", err)
 	}
-	res.Seconds = time.Since(start).Seconds()
-	progress("check the consistency conditions")
-	res.Check, err = check(ctx, conn, true)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return nil
 }
 
 // checkEmpty refuses a database that already has any of the tables.

@@ -120,44 +120,16 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	consts := runConstants(rand.New(rand.NewPCG(seed, 0)), m.Load)
-
-	clients := make([]*client, o.Clients)
-	defer func() {
-		for _, c := range clients {
-			if c != nil && c.conn != nil {
-				c.conn.Close(context.WithoutCancel(ctx))
-			}
-		}
-	}()
-	// Home warehouses in turn, so every warehouse has users when there are
-	// enough of them; stock-level districts in turn within a warehouse.
-	for i := range clients {
-		c := &client{id: i, r: rand.New(rand.NewPCG(seed, uint64(i)+1)), w: i%o.Warehouses + 1, nw: o.Warehouses, stockD: (i/o.Warehouses)%districtsPerWH + 1, c: consts}
-		for k := range c.hist {
-			c.hist[k] = hdrhistogram.New(histMin, histMax, histDigits)
-		}
-		if c.conn, err = o.connect(ctx); err != nil {
-			return nil, fmt.Errorf("virtual user %d of %d: %w", i+1, o.Clients, err)
-		}
-		clients[i] = c
+	clients, err := connectClients(ctx, o, seed, runConstants(rand.New(rand.NewPCG(seed, 0)), m.Load))
+	defer closeClients(ctx, clients)
+	if err != nil {
+		return nil, err
 	}
 	before, err := newOrderSum(ctx, meter)
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	deadline := start.Add(o.Duration)
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.loop(ctx, start, deadline)
-		}()
-	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
+	secs := drive(ctx, clients, o.Duration)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -167,6 +139,64 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	res := &RunResult{Version: Version, Warehouses: o.Warehouses, Clients: o.Clients, Seconds: secs, NewOrders: after - before, Types: map[string]TypeResult{}}
 	res.NOPM = float64(res.NewOrders) / secs * 60
+	res.addClients(clients, o.Duration)
+	if res.Transactions == 0 {
+		return nil, fmt.Errorf("no transaction completed in %.0f s (%d failed): %s", secs, res.Errors, firstError(res))
+	}
+	if res.Errors > res.Transactions {
+		return nil, fmt.Errorf("%d of %d transactions failed: %s", res.Errors, res.Errors+res.Transactions, firstError(res))
+	}
+	return res, nil
+}
+
+// connectClients opens the connections of o.Clients virtual users. Home
+// warehouses go in turn, so every warehouse has users when there are
+// enough of them; stock-level districts in turn within a warehouse. On an
+// error the users already connected are in the slice, for closeClients.
+func connectClients(ctx context.Context, o RunOptions, seed uint64, consts Constants) ([]*client, error) {
+	clients := make([]*client, 0, o.Clients)
+	for i := range o.Clients {
+		c := &client{id: i, r: rand.New(rand.NewPCG(seed, uint64(i)+1)), w: i%o.Warehouses + 1, nw: o.Warehouses, stockD: (i/o.Warehouses)%districtsPerWH + 1, c: consts}
+		for k := range c.hist {
+			c.hist[k] = hdrhistogram.New(histMin, histMax, histDigits)
+		}
+		conn, err := o.connect(ctx)
+		if err != nil {
+			return clients, fmt.Errorf("virtual user %d of %d: %w", i+1, o.Clients, err)
+		}
+		c.conn = conn
+		clients = append(clients, c)
+	}
+	return clients, nil
+}
+
+// closeClients closes the users' connections.
+func closeClients(ctx context.Context, clients []*client) {
+	for _, c := range clients {
+		c.conn.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// drive runs every user's loop from now until d has passed and every
+// transaction in flight has finished, and returns the seconds it took.
+func drive(ctx context.Context, clients []*client, d time.Duration) float64 {
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.loop(ctx, start, deadline)
+		}()
+	}
+	wg.Wait()
+	return time.Since(start).Seconds()
+}
+
+// addClients merges the users' histograms, errors and per-second series
+// into res, whose Seconds is set; the series stops at d.
+func (res *RunResult) addClients(clients []*client, d time.Duration) {
 	all := hdrhistogram.New(histMin, histMax, histDigits)
 	for k, name := range Types {
 		h := hdrhistogram.New(histMin, histMax, histDigits)
@@ -188,7 +218,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		res.Transactions += tr.Count
 		res.Errors += tr.Errors
 	}
-	res.TPM = float64(res.Transactions) / secs * 60
+	res.TPM = float64(res.Transactions) / res.Seconds * 60
 	res.LatencyMS = latency(all)
 	for _, c := range clients {
 		for s, n := range c.series {
@@ -199,16 +229,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		}
 	}
 	// The last second is the part before the deadline plus the drain.
-	if n := int(o.Duration / time.Second); len(res.Series) > n {
+	if n := int(d / time.Second); len(res.Series) > n {
 		res.Series = res.Series[:n]
 	}
-	if res.Transactions == 0 {
-		return nil, fmt.Errorf("no transaction completed in %.0f s (%d failed): %s", secs, res.Errors, firstError(res))
-	}
-	if res.Errors > res.Transactions {
-		return nil, fmt.Errorf("%d of %d transactions failed: %s", res.Errors, res.Errors+res.Transactions, firstError(res))
-	}
-	return res, nil
 }
 
 // latency summarizes a histogram of microseconds in milliseconds.
