@@ -126,7 +126,7 @@ func campaignFiles(dir string) (map[string]int64, error) {
 // after the agent switch is empty.
 func TestAccConnectionRotateKeepsDependents(t *testing.T) {
 	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", abPGBin)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	second := newTestKey(t)
 	h := testhost.New(t, testhost.WithAuthorizedKey(second.Line))
 	dir := filepath.Join(abTempDir(t), "pgbench")
@@ -169,7 +169,7 @@ resource "pgbench_ab_benchmark" "ab" {
     iterations = 1
   }
 }
-`, dir, h.Addr, h.Port, h.HostKeyLine, auth, abPGBin)
+`, dir, h.Addr, h.Port, h.HostKeyLine, auth, systemPGBin)
 	}
 	first := config(fmt.Sprintf("private_key = %q", string(h.ClientKeyPEM)))
 	rotated := config(fmt.Sprintf("private_key = %q", second.PEM))

@@ -6,14 +6,14 @@
 # only the collected report (WORKDIR/pgbench-results/<id>).
 # KEEP=1 keeps the infrastructure and the work directory.
 #
-# Environment: TERRAFORM (default: terraform on PATH), VERSION (0.1.0-dev),
+# Environment: TERRAFORM (default: terraform on PATH), VERSION (0.2.0),
 # MIRROR (~/.terraform.d/plugins), WORKDIR (default: a new temporary
 # directory), KEEP, SKIP_INSTALL=1 when the provider is installed already.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TERRAFORM=${TERRAFORM:-$(command -v terraform || true)}
-VERSION=${VERSION:-0.1.0-dev}
+VERSION=${VERSION:-0.2.0}
 MIRROR=${MIRROR:-$HOME/.terraform.d/plugins}
 KEEP=${KEEP:-0}
 export CHECKPOINT_DISABLE=1
@@ -37,9 +37,9 @@ fi
 work=${WORKDIR:-$(mktemp -d /tmp/pgbench-demo.XXXXXX)}
 mkdir -p "$work"
 cp -r "$root/examples/quickstart/." "$work/"
-# A locally built version like 0.1.0-dev is a pre-release, which Terraform
-# only selects when a constraint names it exactly; the override keeps the
-# example itself free of a version pin.
+# Pin the exact version just installed, so that another version in the
+# mirror is never picked; the override keeps the example itself free of a
+# version pin.
 cat >"$work/demo_override.tf" <<OVR
 terraform {
   required_providers {

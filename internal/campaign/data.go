@@ -17,6 +17,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgctl"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 )
@@ -115,15 +116,15 @@ func stopStale(ctx context.Context, dataDir string) error {
 	if !isPostmasterOf(pid, dataDir, pidDir) {
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
+	if err := proc.Signal(pid, syscall.SIGINT); err != nil {
+		if errors.Is(err, proc.ErrGone) {
 			return nil
 		}
 		return fmt.Errorf("stop server %d in %s: %w", pid, dataDir, err)
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil {
+		if !proc.Alive(pid) {
 			return nil
 		}
 		select {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
 // DefaultDir holds the host's lock and its holders' files. It is shared by
@@ -305,12 +306,7 @@ func removeStale(dir string, mode Mode) {
 	}
 }
 
-// alive reports whether process pid exists (signal 0 checks without
-// sending anything; EPERM is another user's live process).
+// alive reports whether process pid exists.
 func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return proc.Alive(pid)
 }

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Counters are a run's counters by name: deltas over the run, or shares
@@ -193,12 +192,8 @@ func (s *OSSnapshot) readNumastat(root string) {
 // number (/sys/dev/block/MAJ:MIN) and reads its line of /proc/diskstats.
 // Nothing is recorded when there is no such device.
 func (s *OSSnapshot) readDisk(root, dataDir string) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(dataDir, &st); err != nil {
-		return
-	}
-	major, minor := unixMajor(st.Dev), unixMinor(st.Dev)
-	if major == 0 {
+	major, minor, ok := deviceOf(dataDir)
+	if !ok || major == 0 {
 		return // tmpfs, overlay and other devices without a disk
 	}
 	link, err := os.Readlink(filepath.Join(root, "sys/dev/block", fmt.Sprintf("%d:%d", major, minor)))
@@ -232,7 +227,3 @@ func (s *OSSnapshot) readDiskstats(diskstats, name string) {
 		return
 	}
 }
-
-// unixMajor and unixMinor split a Linux device number (glibc's encoding).
-func unixMajor(dev uint64) uint64 { return ((dev >> 8) & 0xfff) | ((dev >> 32) &^ 0xfff) }
-func unixMinor(dev uint64) uint64 { return (dev & 0xff) | ((dev >> 12) &^ 0xff) }

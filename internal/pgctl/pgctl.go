@@ -16,9 +16,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 )
 
@@ -38,7 +38,7 @@ type Cluster struct {
 }
 
 // credential returns the uid/gid to run as, or nil when not root.
-func (c *Cluster) credential() (*syscall.Credential, error) {
+func (c *Cluster) credential() (*proc.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -52,7 +52,7 @@ func (c *Cluster) credential() (*syscall.Credential, error) {
 	}
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return &proc.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // killGrace is how long a cancelled PostgreSQL command gets between SIGTERM

@@ -14,8 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
 // Unwinding: how perf walks the stack of each sample.
@@ -103,7 +104,7 @@ func trial(ctx context.Context, perf string) error {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, perf, "record", "-e", "cpu-clock", "-F", "999", "--no-buildid-cache", "-o", data, "--", "true")
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	proc.Start(cmd, nil)
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
 		return fmt.Errorf("perf trial record: %w", ctx.Err())

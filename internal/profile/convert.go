@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
 // scriptFields are the fields Convert asks perf script for; parseScript
@@ -49,8 +51,8 @@ func ConvertWith(ctx context.Context, perf, perfData string, keep func(comm stri
 	cmd := exec.CommandContext(ctx, perf, "script", "-f", "--no-inline", "-F", scriptFields, "-i", perfData)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	proc.Start(cmd, nil)
+	cmd.Cancel = func() error { return proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("perf script %s: %w", perfData, err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
 // Defaults of Options.
@@ -174,7 +176,7 @@ func start(ctx context.Context, perf string, o Options) (*Recorder, error) {
 	r.cmd.WaitDelay = stopTimeout
 	r.cmd.Stderr = &r.stderr
 	r.cmd.ExtraFiles = []*os.File{ctlR, ackW} // fd 3 and 4
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	proc.Start(r.cmd, nil)
 	err = r.cmd.Start()
 	ctlR.Close()
 	ackW.Close()

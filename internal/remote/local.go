@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/atomicfile"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/digest"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 )
 
 // localExecutor runs commands on the machine the caller runs on.
@@ -35,7 +36,7 @@ func (localExecutor) Run(ctx context.Context, c Command) (Result, error) {
 type LocalOptions struct {
 	// Credential, when set, runs the command as that user and group
 	// (PostgreSQL refuses to run as root).
-	Credential *syscall.Credential
+	Credential *proc.Credential
 	// Environ, when not nil, is the environment the command starts from
 	// instead of this process's; Command.Env is added to it.
 	Environ []string
@@ -72,10 +73,9 @@ func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 	if c.Stdout != nil {
 		cmd.Stdout = c.Stdout
 	}
-	// Own process group so the whole tree can be signalled; Pdeathsig so a
-	// crash of this process does not leave the command running (Go sets it
-	// after the credential change, which would clear it).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: o.Credential}
+	// Own process group so the whole tree can be signalled, and killed with
+	// this process where the kernel can.
+	proc.Start(cmd, o.Credential)
 	// Grandchildren holding the pipes open must not make Wait hang forever.
 	cmd.WaitDelay = c.killGrace() + time.Second
 
@@ -91,13 +91,13 @@ func RunLocal(ctx context.Context, c Command, o LocalOptions) (Result, error) {
 		select {
 		case <-ctx.Done():
 			pgid := cmd.Process.Pid
-			syscall.Kill(-pgid, syscall.SIGTERM)
+			proc.SignalGroup(pgid, syscall.SIGTERM)
 			select {
 			case <-done:
 			case <-time.After(c.killGrace()):
 			}
 			// The leader may be gone while others in the group survive.
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			proc.SignalGroup(pgid, syscall.SIGKILL)
 		case <-done:
 		}
 	}()
