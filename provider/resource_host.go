@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -166,6 +167,17 @@ func (r *hostResource) Configure(_ context.Context, req resource.ConfigureReques
 	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
+// localHostSupported says why the machine Terraform runs on cannot be a
+// benchmark host: the runner, huge pages, tuning and numactl are Linux's.
+func localHostSupported(goos string) error {
+	if goos == "linux" {
+		return nil
+	}
+	return fmt.Errorf("local = true benchmarks the machine Terraform runs on, which runs %s; pgbench-runner, huge pages "+
+		"and the tuning it does need Linux. Run Terraform on a Linux machine, or use an ssh or ec2 block to reach a Linux host "+
+		"from this one.", goos)
+}
+
 // ConfigValidators keeps the host kinds exclusive; an ec2 block joins the list.
 func (r *hostResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
@@ -179,6 +191,11 @@ func (r *hostResource) ValidateConfig(ctx context.Context, req resource.Validate
 	if !local.IsNull() && !local.IsUnknown() && !local.ValueBool() {
 		resp.Diagnostics.AddAttributeError(fwpath.Root("local"), "Invalid Local Host",
 			"local is false. Set local = true to use the machine Terraform runs on, or remove it and add an ssh block.")
+	}
+	if local.ValueBool() {
+		if err := localHostSupported(runtime.GOOS); err != nil {
+			resp.Diagnostics.AddAttributeError(fwpath.Root("local"), "Local Host Not Supported", err.Error())
+		}
 	}
 	var tuning types.Object
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, fwpath.Root("tuning"), &tuning)...)

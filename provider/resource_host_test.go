@@ -629,3 +629,17 @@ resource "pgbench_host" "local" {
 		t.Fatalf("install dir %s after destroy: stat err = %v, want not exist", dir, err)
 	}
 }
+
+// On a laptop running macOS or Windows, local = true is refused at plan
+// time with the reason, since the host side needs Linux.
+func TestLocalHostSupported(t *testing.T) {
+	if err := localHostSupported("linux"); err != nil {
+		t.Fatalf("localHostSupported(linux) = %v, want nil", err)
+	}
+	for _, goos := range []string{"darwin", "windows"} {
+		err := localHostSupported(goos)
+		if err == nil || !strings.Contains(err.Error(), goos) || !strings.Contains(err.Error(), "ssh or ec2") {
+			t.Errorf("localHostSupported(%s) = %v, want an error naming %s and the way out", goos, err, goos)
+		}
+	}
+}

@@ -1,4 +1,5 @@
-// Package filelock holds flock(2) locks on files, shared or exclusive,
+// Package filelock holds advisory locks on files (flock(2) on Unix,
+// LockFileEx on Windows), shared or exclusive,
 // waiting for them or not. A lock goes with its file descriptor, so a
 // crashed or killed holder never leaves one held. Every lock the project
 // takes on a file goes through here.
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -19,9 +19,9 @@ type Mode int
 
 const (
 	// Exclusive excludes every other holder.
-	Exclusive Mode = syscall.LOCK_EX
+	Exclusive Mode = iota + 1
 	// Shared excludes only an exclusive holder.
-	Shared Mode = syscall.LOCK_SH
+	Shared
 )
 
 // ErrHeld is the error of a Try whose lock another holder has in a mode
@@ -49,7 +49,7 @@ func (l *Lock) Close() error {
 		return nil
 	}
 	l.once.Do(func() {
-		syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+		unlock(l.f)
 		l.err = l.f.Close()
 	})
 	return l.err
@@ -59,32 +59,23 @@ func (l *Lock) Close() error {
 // excludes it, the error wraps ErrHeld. On success the Lock owns f; on any
 // error f stays open and the caller's.
 func Try(f *os.File, mode Mode) (*Lock, error) {
-	return take(f, mode, syscall.LOCK_NB)
+	return take(f, mode, false)
 }
 
 // Wait takes the lock on f in mode, waiting for as long as it takes. On
 // success the Lock owns f; on error f stays open and the caller's.
 func Wait(f *os.File, mode Mode) (*Lock, error) {
-	return take(f, mode, 0)
+	return take(f, mode, true)
 }
 
-func take(f *os.File, mode Mode, flags int) (*Lock, error) {
+func take(f *os.File, mode Mode, wait bool) (*Lock, error) {
 	if mode != Exclusive && mode != Shared {
 		return nil, fmt.Errorf("lock %s: unknown mode %d", f.Name(), mode)
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), int(mode)|flags)
-		switch {
-		case err == nil:
-			return &Lock{f: f}, nil
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.EWOULDBLOCK):
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), ErrHeld)
-		default:
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
+	if err := lock(f, mode, wait); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
+	return &Lock{f: f}, nil
 }
 
 // LockPath opens path (creating it, mode 0644) and takes the lock on it in

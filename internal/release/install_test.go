@@ -7,12 +7,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -20,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -75,26 +79,27 @@ func TestReleaseInstallsThroughTerraform(t *testing.T) {
   }
 }
 `, mirror), "pgbench-tf/pgbench", installDir)
-		w.run("init", "-input=false")
-		w.run("providers", "lock", "-fs-mirror="+mirror, "-platform=linux_amd64")
-		lock, err := os.ReadFile(filepath.Join(w.dir, ".terraform.lock.hcl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		zh := "zh:" + sumOf(t, dist, zipName)
-		if !strings.Contains(string(lock), zh) {
-			t.Fatalf("lock file has no %s (the zip's sha256 in SHA256SUMS):\n%s", zh, lock)
-		}
+		w.run("init", "-input=false", "-no-color")
+		w.run("providers", "lock", "-no-color", "-fs-mirror="+mirror, "-platform=linux_amd64")
+		// A packed mirror has no SHA256SUMS: the lock records the h1 hash
+		// of what the zip unpacks to.
+		w.expectLockHash(h1Of(t, filepath.Join(dist, zipName)))
 		w.applyAndDestroy(installDir)
 	})
 
 	t.Run("https registry", func(t *testing.T) {
 		host := serveRegistry(t, dist, fpr)
 		w := newWorkspace(t, tf, "", host+"/pgbench-tf/pgbench", installDir)
-		out := w.run("init", "-input=false")
-		if !regexp.MustCompile(`Installed .*pgbench-tf/pgbench v` + regexp.QuoteMeta(testVersion) + ` \(signed`).MatchString(out) {
-			t.Fatalf("terraform init did not report a signed install of v%s:\n%s", testVersion, out)
+		out := w.run("init", "-input=false", "-no-color")
+		signed := regexp.MustCompile(`Installed ` + regexp.QuoteMeta(host) + `/pgbench-tf/pgbench v` + regexp.QuoteMeta(testVersion) +
+			` \((self-)?signed, key ID ` + fpr[len(fpr)-16:] + `\)`)
+		if !signed.MatchString(out) {
+			t.Fatalf("terraform init did not report v%s signed by key %s:\n%s", testVersion, fpr[len(fpr)-16:], out)
 		}
+		// From a registry the lock holds the zip's hash from the signed
+		// SHA256SUMS, beside the h1 hash of its contents.
+		w.expectLockHash("zh:" + sumOf(t, dist, Name(testVersion, "linux_amd64.zip")))
+		w.expectLockHash(h1Of(t, filepath.Join(dist, Name(testVersion, "linux_amd64.zip"))))
 		w.applyAndDestroy(installDir)
 	})
 }
@@ -227,23 +232,63 @@ func (w *workspace) run(args ...string) string {
 	return string(out)
 }
 
+func (w *workspace) expectLockHash(hash string) {
+	w.t.Helper()
+	lock, err := os.ReadFile(filepath.Join(w.dir, ".terraform.lock.hcl"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if !strings.Contains(string(lock), `"`+hash+`"`) {
+		w.t.Fatalf("lock file has no %s:\n%s", hash, lock)
+	}
+}
+
+// h1Of computes Terraform's h1 hash of a provider zip: the Go module
+// directory hash (dirhash.Hash1) of the files it holds, sha256 over the
+// sorted lines "<sha256 hex>  <name>".
+func h1Of(t *testing.T, zipPath string) string {
+	t.Helper()
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var lines []string
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("%x  %s\n", h.Sum(nil), f.Name))
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
+	return "h1:" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
 // applyAndDestroy applies the host, checks the runner's version on it, and
 // destroys it, after which the install directory must be gone or empty.
 func (w *workspace) applyAndDestroy(installDir string) {
 	w.t.Helper()
 	start := time.Now()
-	w.run("apply", "-input=false", "-auto-approve")
+	w.run("apply", "-input=false", "-auto-approve", "-no-color")
 	w.t.Logf("host applied %s after init", time.Since(start).Round(100*time.Millisecond))
 	destroyed := false
 	defer func() {
 		if !destroyed {
-			w.run("destroy", "-input=false", "-auto-approve")
+			w.run("destroy", "-input=false", "-auto-approve", "-no-color")
 		}
 	}()
 	if got := strings.TrimSpace(w.run("output", "-raw", "runner_version")); got != testVersion {
 		w.t.Errorf("runner_version = %q, want %q", got, testVersion)
 	}
-	w.run("destroy", "-input=false", "-auto-approve")
+	w.run("destroy", "-input=false", "-auto-approve", "-no-color")
 	destroyed = true
 	entries, err := os.ReadDir(installDir)
 	if err == nil && len(entries) > 0 {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/proc"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -30,7 +30,7 @@ func TestRunLocalOptions(t *testing.T) {
 
 	testhost.RequireRoot(t)
 	res, err = RunLocal(ctx, Command{Args: []string{"id", "-u"}, Dir: "/"},
-		LocalOptions{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
+		LocalOptions{Credential: &proc.Credential{Uid: 65534, Gid: 65534}})
 	if err != nil {
 		t.Fatalf("id -u as 65534: %v", err)
 	}
