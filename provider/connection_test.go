@@ -129,7 +129,7 @@ func TestAccConnectionRotateKeepsDependents(t *testing.T) {
 	testhost.RequireCommand(t, "pgbench", systemPGBin)
 	second := newTestKey(t)
 	h := testhost.New(t, testhost.WithAuthorizedKey(second.Line))
-	dir := filepath.Join(abTempDir(t), "pgbench")
+	dir := filepath.Join(reachableTempDir(t), "pgbench")
 	config := func(auth string) string {
 		return fmt.Sprintf(`
 resource "pgbench_host" "h" {
