@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,7 +206,7 @@ func recordWorkload(t *testing.T, c *pgctl.Cluster, unwind, name, sql string) re
 // pprofTop runs `go tool pprof -top` on path and returns its output.
 func pprofTop(t *testing.T, path string) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin := testhost.RequireCommand(t, "go", "/usr/local/go/bin") // runtime.GOROOT() is empty under -trimpath
 	out, err := exec.Command(goBin, "tool", "pprof", "-top", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go tool pprof -top %s: %v\n%s", path, err, out)
