@@ -50,7 +50,6 @@ func TestCountersAndProfilesExplainASeqScan(t *testing.T) {
 		Counters: true, WaitSampleInterval: 100 * time.Millisecond, Profile: ProfileOnePerCell, ProfileFrequency: 499,
 		OutDir: out, Clone: true,
 	}
-	seedData(t, cfg, "index")
 	res, err := Execute(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("Execute: %v", err)
