@@ -649,7 +649,7 @@ func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	forgetLaunch(id)
+	ec2host.ForgetLaunch(id)
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddError("EC2 Client Unavailable", err.Error())

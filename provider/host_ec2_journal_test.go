@@ -27,6 +27,11 @@ func journalModel(typ, dir string) *hostModel {
 }
 
 func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
+	// The key of journals written before: a change here orphans them.
+	t.Setenv("TF_WORKSPACE", "default")
+	if got, want := launchKey(journalModel("m6i.metal", "/opt/pgbench")), "41b5454cf10958a51d35a2ca5dbc1903"; got != want {
+		t.Errorf("key = %s, want %s as before", got, want)
+	}
 	base := launchKey(journalModel("m6i.metal", "/opt/pgbench"))
 	if got := launchKey(journalModel("m6i.metal", "/opt/pgbench")); got != base {
 		t.Errorf("key of the same create = %s, want %s", got, base)
@@ -76,7 +81,7 @@ func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
 func TestLaunchJournal(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("TF_DATA_DIR", data)
-	dir := launchJournalDir()
+	dir := ec2host.JournalDir()
 	if want := filepath.Join(data, "pgbench", "launches"); dir != want {
 		t.Fatalf("journal directory = %s, want %s (under TF_DATA_DIR)", dir, want)
 	}
@@ -88,31 +93,31 @@ func TestLaunchJournal(t *testing.T) {
 	if a == nil || b == nil || diags.HasError() || len(diags) != 0 {
 		t.Fatalf("claims = %v, %v with %v; want two entries without diagnostics", a, b, diags)
 	}
-	if want := filepath.Join(dir, key+".json"); a.path != want {
-		t.Errorf("first claim = %s, want %s", a.path, want)
+	if want := filepath.Join(dir, key+".json"); a.Path() != want {
+		t.Errorf("first claim = %s, want %s", a.Path(), want)
 	}
-	if want := filepath.Join(dir, key+"-1.json"); b.path != want {
-		t.Errorf("second claim while the first is held = %s, want %s", b.path, want)
+	if want := filepath.Join(dir, key+"-1.json"); b.Path() != want {
+		t.Errorf("second claim while the first is held = %s, want %s", b.Path(), want)
 	}
-	if a.leftover || b.leftover {
-		t.Errorf("fresh claims say leftover: %v, %v", a.leftover, b.leftover)
+	if a.Leftover() || b.Leftover() {
+		t.Errorf("fresh claims say leftover: %v, %v", a.Leftover(), b.Leftover())
 	}
-	if err := a.start("pgbench-tok-a", "us-east-2"); err != nil {
+	if err := a.Start("pgbench-tok-a", "us-east-2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.start("pgbench-tok-b", "us-east-2"); err != nil {
+	if err := b.Start("pgbench-tok-b", "us-east-2"); err != nil {
 		t.Fatal(err)
 	}
 	a.noteKey("pgbench-a", "PRIVATE KEY A", &diags)
 	a.note(&ec2Model{GeneratedKeyName: types.StringValue("pgbench-a"), GeneratedPrivateKey: types.StringValue("PRIVATE KEY A"),
 		TemporarySecurityGroupID: types.StringValue("sg-0a"), InstanceID: types.StringValue("i-0a")}, &diags)
 	for _, j := range []*launchJournal{a, b} {
-		fi, err := os.Stat(j.path)
+		fi, err := os.Stat(j.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s mode = %v, want 0600 (it holds a private key)", j.path, fi.Mode().Perm())
+			t.Errorf("%s mode = %v, want 0600 (it holds a private key)", j.Path(), fi.Mode().Perm())
 		}
 	}
 
@@ -120,8 +125,8 @@ func TestLaunchJournal(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	a.release(cancelled)
-	b.close()
-	if _, err := os.Stat(a.path); err != nil {
+	b.Close()
+	if _, err := os.Stat(a.Path()); err != nil {
 		t.Fatalf("entry of a cancelled create: %v, want it kept for the next apply", err)
 	}
 
@@ -132,79 +137,21 @@ func TestLaunchJournal(t *testing.T) {
 	if a2 == nil || b2 == nil || c2 == nil {
 		t.Fatalf("claims after the kill = %v, %v, %v; %v", a2, b2, c2, diags)
 	}
-	if !a2.leftover || a2.entry.ClientToken != "pgbench-tok-a" || a2.entry.InstanceID != "i-0a" || a2.entry.SecurityGroupID != "sg-0a" ||
-		a2.entry.KeyName != "pgbench-a" || a2.entry.PrivateKey != "PRIVATE KEY A" {
-		t.Errorf("first claim after the kill = %+v (leftover %v), want a's record", a2.entry, a2.leftover)
+	if !a2.Leftover() || a2.Entry().ClientToken != "pgbench-tok-a" || a2.Entry().InstanceID != "i-0a" || a2.Entry().SecurityGroupID != "sg-0a" ||
+		a2.Entry().KeyName != "pgbench-a" || a2.Entry().PrivateKey != "PRIVATE KEY A" {
+		t.Errorf("first claim after the kill = %+v (leftover %v), want a's record", a2.Entry(), a2.Leftover())
 	}
-	if !b2.leftover || b2.entry.ClientToken != "pgbench-tok-b" {
-		t.Errorf("second claim after the kill = %+v (leftover %v), want b's record", b2.entry, b2.leftover)
+	if !b2.Leftover() || b2.Entry().ClientToken != "pgbench-tok-b" {
+		t.Errorf("second claim after the kill = %+v (leftover %v), want b's record", b2.Entry(), b2.Leftover())
 	}
-	if c2.leftover || c2.path != filepath.Join(dir, key+"-2.json") {
-		t.Errorf("third claim = %s (leftover %v), want a fresh %s-2.json", c2.path, c2.leftover, key)
+	if c2.Leftover() || c2.Path() != filepath.Join(dir, key+"-2.json") {
+		t.Errorf("third claim = %s (leftover %v), want a fresh %s-2.json", c2.Path(), c2.Leftover(), key)
 	}
 	for _, j := range []*launchJournal{a2, b2, c2} {
 		j.release(context.Background())
-		if _, err := os.Stat(j.path); !os.IsNotExist(err) {
-			t.Errorf("entry %s after its create finished: %v, want removed", j.path, err)
+		if _, err := os.Stat(j.Path()); !os.IsNotExist(err) {
+			t.Errorf("entry %s after its create finished: %v, want removed", j.Path(), err)
 		}
-	}
-}
-
-// TestLaunchJournalLeftoverFirst: a leftover in a later slot is claimed
-// before a free first slot, so an apply that re-creates only the second
-// of two hosts adopts the second's instance.
-func TestLaunchJournalLeftoverFirst(t *testing.T) {
-	dir := t.TempDir()
-	a, _ := claimLaunch(dir, "k")
-	b, _ := claimLaunch(dir, "k")
-	if err := b.start("pgbench-tok-b", "us-east-2"); err != nil {
-		t.Fatal(err)
-	}
-	a.release(context.Background())
-	b.close()
-	got, err := claimLaunch(dir, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer got.close()
-	if !got.leftover || got.entry.ClientToken != "pgbench-tok-b" || filepath.Base(got.path) != "k-1.json" {
-		t.Errorf("claim = %s %+v (leftover %v), want the leftover k-1.json", got.path, got.entry, got.leftover)
-	}
-}
-
-// TestLaunchJournalTornAndUnreadable: a record followed by the tail of an
-// older, longer one (a kill between write and truncate) still reads; an
-// entry that cannot be read is skipped and reported, never reused.
-func TestLaunchJournalTornAndUnreadable(t *testing.T) {
-	dir := t.TempDir()
-	torn := `{"client_token": "pgbench-tok", "region": "us-east-2", "instance_id": "i-0t"}` + "\n" + `ey": "stale"}` + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "k.json"), []byte(torn), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	j, err := claimLaunch(dir, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !j.leftover || j.entry.InstanceID != "i-0t" {
-		t.Errorf("torn entry read as %+v (leftover %v), want instance i-0t", j.entry, j.leftover)
-	}
-	j.release(context.Background())
-
-	if err := os.WriteFile(filepath.Join(dir, "k.json"), []byte("{\"client_tok"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	j, err = claimLaunch(dir, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.close()
-	if j.leftover || filepath.Base(j.path) != "k-1.json" || len(j.unreadable) != 1 ||
-		!strings.Contains(j.unreadable[0].Error(), filepath.Join(dir, "k.json")) {
-		t.Errorf("claim beside an unreadable entry = %s (leftover %v, unreadable %v), want a fresh k-1.json naming k.json",
-			j.path, j.leftover, j.unreadable)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "k.json")); string(b) != "{\"client_tok" {
-		t.Errorf("unreadable entry now holds %q, want it untouched", b)
 	}
 }
 
@@ -242,12 +189,12 @@ func resumeEnv(t *testing.T, token string, recordID bool, lifetime time.Duration
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	j, err := claimLaunch(dir, "k")
+	j, err := claimTestLaunch(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var diags diag.Diagnostics
-	if err := j.start(token, sim.Region()); err != nil {
+	if err := j.Start(token, sim.Region()); err != nil {
 		t.Fatal(err)
 	}
 	j.noteKey("pgbench-old", string(kp.PrivateKeyPEM), &diags)
@@ -256,12 +203,21 @@ func resumeEnv(t *testing.T, token string, recordID bool, lifetime time.Duration
 		e.InstanceID = types.StringValue(in.ID)
 	}
 	j.note(e, &diags)
-	j.close() // the kill
-	if j, err = claimLaunch(dir, "k"); err != nil || !j.leftover {
+	j.Close() // the kill
+	if j, err = claimTestLaunch(dir); err != nil || !j.Leftover() {
 		t.Fatalf("claim after the kill = %+v, %v; want the leftover", j, err)
 	}
-	t.Cleanup(j.close)
+	t.Cleanup(j.Close)
 	return sim, c, j, in.ID
+}
+
+// claimTestLaunch claims an entry of key k in dir.
+func claimTestLaunch(dir string) (*launchJournal, error) {
+	j, err := ec2host.ClaimLaunch(dir, "k")
+	if err != nil {
+		return nil, err
+	}
+	return &launchJournal{Journal: j}, nil
 }
 
 // TestEC2ResumeAdoptsByToken: killed before the instance id was recorded,
@@ -282,8 +238,8 @@ func TestEC2ResumeAdoptsByToken(t *testing.T) {
 	if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "Adopted instance "+id+" launched by an earlier apply that did not finish") {
 		t.Errorf("diagnostics = %v, want the adoption warning", diags)
 	}
-	if j.entry.ClientToken != token || len(sim.Instances()) != 1 {
-		t.Errorf("entry token %s, instances %d; want the old token %s kept and one instance", j.entry.ClientToken, len(sim.Instances()), token)
+	if j.Entry().ClientToken != token || len(sim.Instances()) != 1 {
+		t.Errorf("entry token %s, instances %d; want the old token %s kept and one instance", j.Entry().ClientToken, len(sim.Instances()), token)
 	}
 }
 
@@ -303,12 +259,12 @@ func TestEC2ResumeCleansUpGoneLaunch(t *testing.T) {
 	if k, g := sim.KeyPairs(), sim.SecurityGroups(); len(k)+len(g) != 0 {
 		t.Errorf("after resuming key pairs = %v, groups = %v; want the leftovers deleted", k, g)
 	}
-	b, err := os.ReadFile(j.path)
+	b, err := os.ReadFile(j.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.leftover || !strings.Contains(string(b), `"pgbench-new"`) || strings.Contains(string(b), id) {
-		t.Errorf("entry after resuming = %s (leftover %v), want a fresh one with the new token", b, j.leftover)
+	if j.Leftover() || !strings.Contains(string(b), `"pgbench-new"`) || strings.Contains(string(b), id) {
+		t.Errorf("entry after resuming = %s (leftover %v), want a fresh one with the new token", b, j.Leftover())
 	}
 }
 
@@ -380,12 +336,12 @@ func TestEC2ResumeCleansUpKilledInGroupCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	j, err := claimLaunch(dir, "k")
+	j, err := claimTestLaunch(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var diags diag.Diagnostics
-	if err := j.start(ec2host.NewClientToken(), sim.Region()); err != nil {
+	if err := j.Start(ec2host.NewClientToken(), sim.Region()); err != nil {
 		t.Fatal(err)
 	}
 	j.noteKey("pgbench-old", string(kp.PrivateKeyPEM), &diags)
@@ -394,11 +350,11 @@ func TestEC2ResumeCleansUpKilledInGroupCreation(t *testing.T) {
 	if _, err := c.CreateSSHSecurityGroup(ctx, "pgbench-old", "", []string{"10.200.0.0/16"}, 22); err != nil {
 		t.Fatal(err)
 	}
-	j.close()
-	if j, err = claimLaunch(dir, "k"); err != nil || !j.leftover {
+	j.Close()
+	if j, err = claimTestLaunch(dir); err != nil || !j.Leftover() {
 		t.Fatalf("claim after the kill = %+v, %v; want the leftover", j, err)
 	}
-	t.Cleanup(j.close)
+	t.Cleanup(j.Close)
 	adopted, ok := (&hostResource{}).ec2Resume(ctx, c, j, &ec2Model{}, "pgbench-new", &diags)
 	if !ok || adopted != nil || diags.HasError() {
 		t.Fatalf("ec2Resume = %+v, %v (%v); want nothing to adopt", adopted, ok, diags)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2sim"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -153,9 +154,9 @@ func TestAccEC2KilledApplyAdopted(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		paths := k.journal()
 		if len(paths) == 1 {
-			if j, err := lockLaunch(paths[0], false); err == nil && j != nil {
-				entry := j.entry
-				j.close()
+			if j, err := ec2host.LockLaunch(paths[0]); err == nil && j != nil {
+				entry := j.Entry()
+				j.Close()
 				if entry.InstanceID != first.ID || entry.KeyName == "" || entry.SecurityGroupID == "" {
 					t.Fatalf("journal entry after the kill = %+v, want instance %s, its key pair and group", entry, first.ID)
 				}
