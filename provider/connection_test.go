@@ -130,6 +130,9 @@ func TestAccConnectionRotateKeepsDependents(t *testing.T) {
 	second := newTestKey(t)
 	h := testhost.New(t, testhost.WithAuthorizedKey(second.Line))
 	dir := filepath.Join(reachableTempDir(t), "pgbench")
+	// The collected report goes to a directory of the test's, not to
+	// pgbench-results in the package directory, where other tests collect.
+	localDir := filepath.Join(t.TempDir(), "results")
 	config := func(auth string) string {
 		return fmt.Sprintf(`
 resource "pgbench_host" "h" {
@@ -151,6 +154,7 @@ resource "pgbench_postgres_build" "pg" {
 
 resource "pgbench_ab_benchmark" "ab" {
   host_connection = pgbench_host.h.connection_info
+  local_dir       = %q
   settings        = { shared_buffers = "16MB" }
   variant {
     name       = "a"
@@ -169,7 +173,7 @@ resource "pgbench_ab_benchmark" "ab" {
     iterations = 1
   }
 }
-`, dir, h.Addr, h.Port, h.HostKeyLine, auth, systemPGBin)
+`, dir, h.Addr, h.Port, h.HostKeyLine, auth, systemPGBin, localDir)
 	}
 	first := config(fmt.Sprintf("private_key = %q", string(h.ClientKeyPEM)))
 	rotated := config(fmt.Sprintf("private_key = %q", second.PEM))
