@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,7 +74,7 @@ func (o *Options) Check(ctx context.Context) error {
 		o.Platforms = DefaultPlatforms
 	}
 	for _, p := range o.Platforms {
-		if !contains(DefaultPlatforms, p) {
+		if !slices.Contains(DefaultPlatforms, p) {
 			return fmt.Errorf("platform %q is not one a release serves (%s)", p, strings.Join(DefaultPlatforms, ", "))
 		}
 	}
@@ -189,13 +190,4 @@ func resetDir(dir string) error {
 		return err
 	}
 	return os.MkdirAll(dir, 0o755)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
