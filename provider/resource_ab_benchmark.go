@@ -45,9 +45,12 @@ type abBenchmarkResource struct {
 }
 
 // Campaigns on real hardware run for hours (scale 3000, 60 s runs, many
-// client counts); a short default would kill them half way.
+// client counts); a short default would kill them half way. An update
+// measures nothing: it recomputes from the journal and collects the
+// report again, which moves the raw logs (gigabytes at long durations).
 const (
 	abDefaultCreateTimeout = 24 * time.Hour
+	abDefaultUpdateTimeout = time.Hour
 	abDefaultDeleteTimeout = 30 * time.Minute
 )
 
@@ -164,7 +167,11 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"profile_frequency": schema.Int64Attribute{Optional: true, PlanModifiers: ri, MarkdownDescription: campaignDoc("observe.profile_frequency")},
 				},
 			},
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: fmt.Sprintf("How long the campaign may run, a duration such as `36h` (default %s).", abDefaultCreateTimeout),
+				UpdateDescription: fmt.Sprintf("How long an update may take to recompute the statistics at a new `alpha` and collect "+
+					"the report again (nothing is measured again), a duration such as `2h` (default %s).", abDefaultUpdateTimeout),
+				DeleteDescription: fmt.Sprintf("How long removing the data directories may take (default %s).", abDefaultDeleteTimeout)}),
 		},
 	}
 	for k, v := range campaignPinningAttributes() {
@@ -370,6 +377,14 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Update(ctx, abDefaultUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer timeoutExpired(ctx, "update", timeout, &resp.Diagnostics)
 	state.Timeouts = plan.Timeouts
 	state.Connection = plan.Connection
 	state.HourlyPriceUSD = plan.HourlyPriceUSD

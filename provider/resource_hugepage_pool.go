@@ -9,7 +9,9 @@ import (
 	posixpath "path"
 	"sort"
 	"strconv"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -31,9 +33,10 @@ import (
 )
 
 var (
-	_ resource.ResourceWithConfigure      = (*hugepagePoolResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*hugepagePoolResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*hugepagePoolResource)(nil)
+	_ resource.ResourceWithConfigure        = (*hugepagePoolResource)(nil)
+	_ resource.ResourceWithValidateConfig   = (*hugepagePoolResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*hugepagePoolResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*hugepagePoolResource)(nil)
 )
 
 // NewHugepagePoolResource is the constructor of pgbench_hugepage_pool.
@@ -52,11 +55,18 @@ const privateReserved = "reserved_pages"
 // and the pgbench clients.
 const maxPoolFraction = 0.9
 
+// Growing a pool drops caches and compacts memory first, which takes
+// minutes on a host with hundreds of gigabytes; releasing is quicker.
+const (
+	poolDefaultCreateTimeout = 20 * time.Minute
+	poolDefaultDeleteTimeout = 10 * time.Minute
+)
+
 func (r *hugepagePoolResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_hugepage_pool"
 }
 
-func (r *hugepagePoolResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *hugepagePoolResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replaceInt := []planmodifier.Int64{int64planmodifier.RequiresReplace()}
 	keepInt := []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
@@ -137,6 +147,10 @@ func (r *hugepagePoolResource) Schema(_ context.Context, _ resource.SchemaReques
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true,
+				CreateDescription: fmt.Sprintf("How long sizing and reserving the pool may take, a duration such as `30m` (default %s): "+
+					"growing a pool on a host with hundreds of gigabytes compacts memory first.", poolDefaultCreateTimeout),
+				DeleteDescription: fmt.Sprintf("How long restoring the previous pool size may take (default %s).", poolDefaultDeleteTimeout)}),
 			"size_for": schema.SingleNestedBlock{
 				MarkdownDescription: "Size the pool for a PostgreSQL configuration: the server is asked for its " +
 					"`shared_memory_size_in_huge_pages` with these settings (the two-pass sizing of the runbook).",
@@ -161,21 +175,17 @@ func (r *hugepagePoolResource) Configure(_ context.Context, req resource.Configu
 	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
 }
 
+// ConfigValidators sizes the pool one way only.
+func (r *hugepagePoolResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{exactlyOneOf{title: "Invalid Pool Size", names: "pages, memory_fraction or a size_for block",
+		paths: []path.Path{path.Root("pages"), path.Root("memory_fraction"), path.Root("size_for")}}}
+}
+
 func (r *hugepagePoolResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m hugepagePoolModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
-	}
-	set := 0
-	for _, isSet := range []bool{!m.Pages.IsNull(), !m.MemoryFraction.IsNull(), m.SizeFor != nil} {
-		if isSet {
-			set++
-		}
-	}
-	if set != 1 {
-		resp.Diagnostics.AddError("Invalid Pool Size",
-			fmt.Sprintf("Set exactly one of pages, memory_fraction or a size_for block; %d are set.", set))
 	}
 	if !m.Pages.IsNull() && !m.Pages.IsUnknown() && m.Pages.ValueInt64() < 1 {
 		resp.Diagnostics.AddAttributeError(path.Root("pages"), "Invalid Page Count",
@@ -226,6 +236,14 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := m.Timeouts.Create(ctx, poolDefaultCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer timeoutExpired(ctx, "create", timeout, &resp.Diagnostics)
 	conn, ex, ok := dialHost(ctx, m.Connection, "reserving the huge page pool", &resp.Diagnostics)
 	if !ok {
 		return
@@ -386,6 +404,7 @@ func (r *hugepagePoolResource) Update(ctx context.Context, req resource.UpdateRe
 		return
 	}
 	state.Connection = plan.Connection
+	state.Timeouts = plan.Timeouts
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -395,6 +414,14 @@ func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := m.Timeouts.Delete(ctx, poolDefaultDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer timeoutExpired(ctx, "delete", timeout, &resp.Diagnostics)
 	conn, ex, ok := dialHost(ctx, m.Connection, "releasing the huge page pool", &resp.Diagnostics)
 	if !ok {
 		return
@@ -442,20 +469,21 @@ func randomID() (string, error) {
 }
 
 type hugepagePoolModel struct {
-	ID                    types.String  `tfsdk:"id"`
-	Connection            types.Object  `tfsdk:"host_connection"`
-	Pages                 types.Int64   `tfsdk:"pages"`
-	MemoryFraction        types.Float64 `tfsdk:"memory_fraction"`
-	SizeFor               *sizeForModel `tfsdk:"size_for"`
-	PageSize              types.String  `tfsdk:"page_size"`
-	NumaNode              types.Int64   `tfsdk:"numa_node"`
-	Persist               types.Bool    `tfsdk:"persist"`
-	Overcommit            types.Bool    `tfsdk:"overcommit"`
-	PagesTotal            types.Int64   `tfsdk:"pages_total"`
-	Bytes                 types.Int64   `tfsdk:"bytes"`
-	PreviousPages         types.Int64   `tfsdk:"previous_pages"`
-	SharedMemorySizeBytes types.Int64   `tfsdk:"shared_memory_size_bytes"`
-	StateFile             types.String  `tfsdk:"state_file"`
+	ID                    types.String   `tfsdk:"id"`
+	Connection            types.Object   `tfsdk:"host_connection"`
+	Pages                 types.Int64    `tfsdk:"pages"`
+	MemoryFraction        types.Float64  `tfsdk:"memory_fraction"`
+	SizeFor               *sizeForModel  `tfsdk:"size_for"`
+	PageSize              types.String   `tfsdk:"page_size"`
+	NumaNode              types.Int64    `tfsdk:"numa_node"`
+	Persist               types.Bool     `tfsdk:"persist"`
+	Overcommit            types.Bool     `tfsdk:"overcommit"`
+	PagesTotal            types.Int64    `tfsdk:"pages_total"`
+	Bytes                 types.Int64    `tfsdk:"bytes"`
+	PreviousPages         types.Int64    `tfsdk:"previous_pages"`
+	SharedMemorySizeBytes types.Int64    `tfsdk:"shared_memory_size_bytes"`
+	StateFile             types.String   `tfsdk:"state_file"`
+	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
 
 type sizeForModel struct {

@@ -274,7 +274,8 @@ func TestHugepagePoolValidation(t *testing.T) {
 	}{
 		{"fraction zero", "memory_fraction = 0", `(?s)Invalid Memory Fraction.*memory_fraction is 0;`},
 		{"fraction too big", "memory_fraction = 0.95", `(?s)Invalid Memory Fraction.*memory_fraction is 0.95;.*at most 0.9`},
-		{"pages and fraction", "pages = 10\n  memory_fraction = 0.1", `(?s)Invalid Pool Size.*exactly one of pages, memory_fraction.*2 are set`},
+		// At the attribute: Terraform quotes its line.
+		{"pages and fraction", "pages = 10\n  memory_fraction = 0.1", `(?s)Invalid Pool Size.*line \d+.*memory_fraction = 0.1.*exactly one of pages, memory_fraction.*2 are set`},
 		{"nothing", "", `(?s)Invalid Pool Size.*0 are set`},
 		{"bad page size", "pages = 10\n  page_size = \"4MB\"", `(?s)page_size.*value must be one of`},
 		{"zero pages", "pages = 0", `(?s)Invalid Page Count.*pages is 0`},

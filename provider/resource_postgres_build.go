@@ -178,15 +178,18 @@ func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource
 	}
 	src := path.Root("source")
 	if m.Source == nil {
-		resp.Diagnostics.AddError("Missing Source",
+		resp.Diagnostics.AddAttributeError(src, "Missing Source",
 			"Add a source block with exactly one of tarball, git (with ref) or system.")
 		return
 	}
 	s := m.Source
 	var kinds []string
-	for name, v := range map[string]types.String{"tarball": s.Tarball, "git": s.Git, "system": s.System} {
-		if !v.IsNull() {
-			kinds = append(kinds, name)
+	for _, k := range []struct {
+		name string
+		v    types.String
+	}{{"tarball", s.Tarball}, {"git", s.Git}, {"system", s.System}} {
+		if !k.v.IsNull() {
+			kinds = append(kinds, k.name)
 		}
 	}
 	switch len(kinds) {
@@ -195,9 +198,10 @@ func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource
 			"The source block needs exactly one of tarball, git (with ref) or system; none is set.")
 	case 1:
 	default:
-		resp.Diagnostics.AddAttributeError(src, "Conflicting Sources",
-			"The source block needs exactly one of tarball, git or system; more than one is set. "+
-				"Use one pgbench_postgres_build per installation.")
+		// At the last one set, the line Terraform quotes.
+		resp.Diagnostics.AddAttributeError(src.AtName(kinds[len(kinds)-1]), "Conflicting Sources",
+			fmt.Sprintf("The source block needs exactly one of tarball, git or system; more than one is set (%s). "+
+				"Use one pgbench_postgres_build per installation.", strings.Join(kinds, ", ")))
 	}
 	if !s.SHA256.IsNull() && s.Tarball.IsNull() {
 		resp.Diagnostics.AddAttributeError(src.AtName("sha256"), "Checksum Without Tarball", "sha256 applies to tarball only.")

@@ -3,8 +3,12 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -72,5 +76,49 @@ func (postgresURL) ValidateString(ctx context.Context, req validator.StringReque
 	}
 	if _, err := resultsdb.ParseURL(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid Results Database URL", err.Error()+".")
+	}
+}
+
+// exactlyOneOf is resourcevalidator.ExactlyOneOf with a diagnostic a user
+// can act on: a title of its own, and an attribute path in both cases (the
+// framework's has none when nothing is set), so Terraform points at the
+// line to change. Nothing is decided while one of the attributes is unknown.
+type exactlyOneOf struct {
+	title string      // the diagnostic's summary, e.g. "Invalid Pool Size"
+	names string      // how the detail names the choices, e.g. "pages, memory_fraction or a size_for block"
+	paths []path.Path // the choices; with none set, the error is at the first
+}
+
+func (v exactlyOneOf) Description(context.Context) string {
+	return "exactly one of " + v.names + " must be set"
+}
+func (v exactlyOneOf) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v exactlyOneOf) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var set []path.Path
+	unknown := false
+	for _, p := range v.paths {
+		var val attr.Value
+		if d := req.Config.GetAttribute(ctx, p, &val); d.HasError() {
+			resp.Diagnostics.Append(d...)
+			return
+		}
+		switch {
+		case val.IsUnknown():
+			unknown = true
+		case !val.IsNull():
+			set = append(set, p)
+		}
+	}
+	switch {
+	case len(set) > 1:
+		names := make([]string, len(set))
+		for i, p := range set {
+			names[i] = p.String()
+		}
+		resp.Diagnostics.AddAttributeError(set[len(set)-1], v.title,
+			fmt.Sprintf("Set exactly one of %s; %d are set (%s). Remove all but one.", v.names, len(set), strings.Join(names, ", ")))
+	case len(set) == 0 && !unknown:
+		resp.Diagnostics.AddAttributeError(v.paths[0], v.title, fmt.Sprintf("Set exactly one of %s; 0 are set.", v.names))
 	}
 }
