@@ -41,3 +41,31 @@ func writeSamples(t *testing.T, dir, name, text string) string {
 	}
 	return p
 }
+
+// TestMain lets this test binary be pgbench-runner itself when it is run by
+// that name (runnerOnPath links it so): the same main, signal handling and
+// exit codes, for the tests that need a process of their own (signals,
+// shell completion), without building one.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "pgbench-runner" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// runnerOnPath returns pgbench-runner (this test binary by that name, see
+// TestMain) in a directory of its own, and an environment whose PATH leads
+// to it.
+func runnerOnPath(t *testing.T) (string, []string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pgbench-runner")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin, append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -24,13 +26,19 @@ func (historyCmd) Synopsis() string {
 		"change points of each series"
 }
 
+// historyActions are history's actions; with none, history prints the
+// comparisons.
+var historyActions = map[string]func(context.Context, []string) error{
+	"import":  historyImport,
+	"changes": historyChanges,
+}
+
+func (historyCmd) Actions() []string { return slices.Sorted(maps.Keys(historyActions)) }
+
 func (c historyCmd) Run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
-		switch args[0] {
-		case "import":
-			return historyImport(ctx, args[1:])
-		case "changes":
-			return historyChanges(ctx, args[1:])
+		if action, ok := historyActions[args[0]]; ok {
+			return action(ctx, args[1:])
 		}
 	}
 	var o output

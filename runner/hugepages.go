@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,6 +21,8 @@ func (hugepagesCmd) Name() string { return "hugepages" }
 func (hugepagesCmd) Synopsis() string {
 	return "plan|reserve|release|status the huge-page pool (reserve verifies and rolls back a shortfall)"
 }
+
+func (hugepagesCmd) Actions() []string { return slices.Sorted(maps.Keys(hugepagesFlags)) }
 
 func (c hugepagesCmd) Run(ctx context.Context, args []string) error {
 	action := ""

@@ -174,8 +174,8 @@ func TestHugepagesForeignFlags(t *testing.T) {
 	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state file after refused commands: stat err = %v, want not exist", err)
 	}
-	// --help of an action lists its own flags only.
-	code, _, help := runCapture(t, "hugepages", "release", "--help")
+	// --help of an action lists its own flags only, on stdout.
+	code, help, _ := runCapture(t, "hugepages", "release", "--help")
 	if code != exitOK || !strings.Contains(help, "--state") || strings.Contains(help, "--pages") {
 		t.Errorf("hugepages release --help: exit %d, %q; want --state listed and --pages not", code, help)
 	}

@@ -18,8 +18,12 @@ func TestRunDispatch(t *testing.T) {
 		wantOut  string
 		wantErr  string
 	}{
-		{"no args prints usage", nil, exitUsage, "Subcommands:", ""},
-		{"help", []string{"--help"}, exitOK, "Exit codes:", ""},
+		{"no args prints usage to stderr", nil, exitUsage, "", "Subcommands:"},
+		{"--help", []string{"--help"}, exitOK, "Exit codes:", ""},
+		{"-h", []string{"-h"}, exitOK, "Subcommands:", ""},
+		{"help", []string{"help"}, exitOK, "Subcommands:", ""},
+		{"help of an unknown subcommand", []string{"help", "frobnicate"}, exitUsage, "", `unknown subcommand "frobnicate"`},
+		{"help of an unknown action", []string{"help", "history", "frobnicate"}, exitUsage, "", `history has no action "frobnicate"; it has: changes, import`},
 		{"unknown subcommand", []string{"frobnicate"}, exitUsage, "", `unknown subcommand "frobnicate"`},
 		{"version text", []string{"version"}, exitOK, "pgbench-runner " + version, ""},
 		{"version flag", []string{"--version"}, exitOK, runtime.GOARCH, ""},
@@ -71,14 +75,42 @@ func TestJSONErrorDocument(t *testing.T) {
 	}
 }
 
+// Every subcommand and action prints its help on stdout and exits 0, asked
+// with --help, -h, or help CMD [ACTION]; its help lists --json.
 func TestEveryCommandHasJSONAndHelp(t *testing.T) {
-	for name := range commands {
-		t.Run(name, func(t *testing.T) {
-			code, _, _ := runCapture(t, name, "--help")
-			if code != exitOK {
-				t.Errorf("%s --help exit code = %d, want 0", name, code)
-			}
-		})
+	for name, c := range commands {
+		paths := [][]string{{name}}
+		for _, a := range actionsOf(c) {
+			paths = append(paths, []string{name, a})
+		}
+		for _, p := range paths {
+			cmd := strings.Join(p, " ")
+			t.Run(cmd, func(t *testing.T) {
+				var first string
+				for _, args := range [][]string{append(p, "--help"), append(p, "-h"), append([]string{"help"}, p...)} {
+					code, out, errs := runCapture(t, args...)
+					if code != exitOK || errs != "" {
+						t.Errorf("%q: exit code %d, stderr %q; want 0 and nothing on stderr", args, code, errs)
+					}
+					if !strings.HasPrefix(out, "Usage: pgbench-runner "+name) || !strings.Contains(out, "--json") {
+						t.Errorf("%q: stdout = %q, want the usage of %s with --json", args, out, name)
+					}
+					if first == "" {
+						first = out
+					} else if out != first {
+						t.Errorf("%q printed\n%s\nbut %s --help printed\n%s", args, out, cmd, first)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A nested command's help is its own (hugepages actions: TestHugepagesForeignFlags).
+func TestActionHelpIsTheAction(t *testing.T) {
+	_, out, _ := runCapture(t, "history", "import", "--help")
+	if !strings.HasPrefix(out, "Usage: pgbench-runner history import") || strings.Contains(out, "--baseline") {
+		t.Errorf("history import --help = %q, want the usage of history import, without history's --baseline", out)
 	}
 }
 

@@ -46,25 +46,36 @@ type output struct {
 }
 
 // newFlagSet returns a flag set for a subcommand with the shared --json flag
-// bound to o. Parse errors become usage errors.
+// bound to o. Parse errors become usage errors. Help, which pflag prints for
+// --help and -h, goes to stdout: it is what was asked for, not an error.
 func newFlagSet(name, synopsis string, o *output) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON document on stdout instead of text")
 	fs.SortFlags = false
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgbench-runner %s [flags]\n\n%s\n\nFlags:\n%s", name, synopsis, fs.FlagUsages())
-	}
 	if o.stdout == nil {
 		o.stdout = stdout
 	}
 	if o.stderr == nil {
 		o.stderr = stderr
 	}
+	fs.Usage = func() {
+		fmt.Fprintf(o.stdout, "Usage: pgbench-runner %s [flags]\n\n%s\n\nFlags:\n%s", name, synopsis, fs.FlagUsages())
+	}
 	return fs
 }
 
+// describe, when set, receives the flag set a subcommand is about to
+// parse, and the subcommand returns pflag.ErrHelp without running: the
+// completion scripts read each command's flags from the flag set its Run
+// builds (flagsOf), so they never list a flag of their own.
+var describe func(*pflag.FlagSet)
+
 // parse parses args, turning flag errors into usage errors.
 func parse(fs *pflag.FlagSet, args []string) error {
+	if describe != nil {
+		describe(fs)
+		return pflag.ErrHelp
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err

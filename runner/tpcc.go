@@ -18,6 +18,10 @@ func (tpccCmd) Synopsis() string {
 	return "TPC-C on a running server: load warehouses, run the transaction mix, or check consistency (the engine of ab --mode tpcc)"
 }
 
+func (tpccCmd) Actions() []string {
+	return []string{tpcc.ActionLoad, tpcc.ActionRun, tpcc.ActionCheck}
+}
+
 func (c tpccCmd) Run(ctx context.Context, args []string) error {
 	var o output
 	fs := newFlagSet(c.Name()+" load|run|check", c.Synopsis(), &o)

@@ -18,6 +18,8 @@ func (tuneCmd) Synopsis() string {
 	return "apply|revert OS knobs (numa_balancing, governor, thp), recording previous values in --state"
 }
 
+func (tuneCmd) Actions() []string { return []string{"apply", "revert"} }
+
 func (c tuneCmd) Run(ctx context.Context, args []string) error {
 	action := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
