@@ -39,7 +39,7 @@ func TuneStatePath(installDir string) string { return path.Join(installDir, "tun
 const (
 	KindUsage       = "usage"       // exit 2: bad invocation
 	KindUnmet       = "unmet"       // exit 3: the host lacks a requirement
-	KindInterrupted = "interrupted" // exit 130
+	KindInterrupted = "interrupted" // exit 130 (SIGINT) or 143 (SIGTERM)
 	KindFailure     = "failure"     // exit 1
 )
 
