@@ -253,27 +253,8 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 	rc.OnStderr = func(line string) { tflog.Info(ctx, line) }
 
 	// Size the pool first, so the reservation is a plain page count.
-	planArgs := []string{"hugepages", "plan", "--page-size", m.PageSize.ValueString()}
-	switch {
-	case !m.Pages.IsNull():
-		planArgs = append(planArgs, "--pages", strconv.FormatInt(m.Pages.ValueInt64(), 10))
-	case !m.MemoryFraction.IsNull():
-		planArgs = append(planArgs, "--memory-fraction", strconv.FormatFloat(m.MemoryFraction.ValueFloat64(), 'g', -1, 64))
-	default:
-		planArgs = append(planArgs, "--for-postgres", m.SizeFor.BinDir.ValueString())
-		settings := map[string]string{}
-		resp.Diagnostics.Append(m.SizeFor.Settings.ElementsAs(ctx, &settings, false)...)
-		keys := make([]string, 0, len(settings))
-		for k := range settings {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			planArgs = append(planArgs, "--set", k+"="+settings[k])
-		}
-	}
 	var plan hugepages.Plan
-	if err := rc.Run(ctx, &plan, planArgs...); err != nil {
+	if err := rc.Run(ctx, &plan, m.planArgs(ctx, &resp.Diagnostics)...); err != nil {
 		resp.Diagnostics.AddError("Huge Page Sizing Failed", fmt.Sprintf("Sizing the pool on %s failed: %v", ex, err))
 		return
 	}
@@ -440,6 +421,29 @@ func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRe
 	if res.NoState {
 		tflog.Warn(ctx, "no huge page state file on the host; nothing to restore", map[string]any{"state_file": m.StateFile.ValueString()})
 	}
+}
+
+// planArgs is the runner's command line that sizes the pool.
+func (m *hugepagePoolModel) planArgs(ctx context.Context, d *diag.Diagnostics) []string {
+	args := []string{"hugepages", "plan", "--page-size", m.PageSize.ValueString()}
+	switch {
+	case !m.Pages.IsNull():
+		return append(args, "--pages", strconv.FormatInt(m.Pages.ValueInt64(), 10))
+	case !m.MemoryFraction.IsNull():
+		return append(args, "--memory-fraction", strconv.FormatFloat(m.MemoryFraction.ValueFloat64(), 'g', -1, 64))
+	}
+	args = append(args, "--for-postgres", m.SizeFor.BinDir.ValueString())
+	settings := map[string]string{}
+	d.Append(m.SizeFor.Settings.ElementsAs(ctx, &settings, false)...)
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--set", k+"="+settings[k])
+	}
+	return args
 }
 
 // privateState is the part of the framework's private state data used here.
