@@ -377,14 +377,11 @@ func (r *abBenchmarkResource) Update(ctx context.Context, req resource.UpdateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Update(ctx, abDefaultUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	ctx, done, ok := timeoutContext(ctx, "update", plan.Timeouts.Update, abDefaultUpdateTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer timeoutExpired(ctx, "update", timeout, &resp.Diagnostics)
+	defer done()
 	state.Timeouts = plan.Timeouts
 	state.Connection = plan.Connection
 	state.HourlyPriceUSD = plan.HourlyPriceUSD

@@ -236,14 +236,11 @@ func (r *hugepagePoolResource) Create(ctx context.Context, req resource.CreateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := m.Timeouts.Create(ctx, poolDefaultCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	ctx, done, ok := timeoutContext(ctx, "create", m.Timeouts.Create, poolDefaultCreateTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer timeoutExpired(ctx, "create", timeout, &resp.Diagnostics)
+	defer done()
 	conn, ex, ok := dialHost(ctx, m.Connection, "reserving the huge page pool", &resp.Diagnostics)
 	if !ok {
 		return
@@ -395,14 +392,11 @@ func (r *hugepagePoolResource) Delete(ctx context.Context, req resource.DeleteRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := m.Timeouts.Delete(ctx, poolDefaultDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	ctx, done, ok := timeoutContext(ctx, "delete", m.Timeouts.Delete, poolDefaultDeleteTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer timeoutExpired(ctx, "delete", timeout, &resp.Diagnostics)
+	defer done()
 	conn, ex, ok := dialHost(ctx, m.Connection, "releasing the huge page pool", &resp.Diagnostics)
 	if !ok {
 		return
