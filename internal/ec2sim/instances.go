@@ -2,7 +2,6 @@ package ec2sim
 
 import (
 	"encoding/base64"
-	"fmt"
 	"maps"
 	"net/url"
 	"slices"
@@ -84,6 +83,8 @@ func metadataOptions(f url.Values) (MetadataOptions, *apiError) {
 
 // Volume is an EBS volume attached to an instance.
 type Volume struct {
+	// ID is the volume id (vol-...), given at launch.
+	ID     string
 	Device string
 	SizeGB int
 	Type   string
@@ -91,6 +92,9 @@ type Volume struct {
 	// KMSKeyID (empty: the account's default EBS key).
 	Encrypted bool
 	KMSKeyID  string
+	// Tags are the volume's tags: the launch's TagSpecifications of
+	// resource type volume, then CreateTags and DeleteTags.
+	Tags map[string]string
 }
 
 // blockDevices resolves a RunInstances' BlockDeviceMapping against the
@@ -170,11 +174,20 @@ func (s *Server) Instances() []InstanceInfo {
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
 			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.powerOff.after, DeadManAt: in.powerOff.at,
 			PowerOffAt: in.powerOffAt, ShutdownBehavior: in.shutdownBehavior,
-			RootDevice: in.rootDevice, Volumes: slices.Clone(in.volumes), Metadata: in.metadata}
+			RootDevice: in.rootDevice, Volumes: cloneVolumes(in.volumes), Metadata: in.metadata}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
 		}
 		out = append(out, ii)
+	}
+	return out
+}
+
+// cloneVolumes copies volumes with their tags, for a caller to keep.
+func cloneVolumes(vols []Volume) []Volume {
+	out := slices.Clone(vols)
+	for i := range out {
+		out[i].Tags = maps.Clone(out[i].Tags)
 	}
 	return out
 }
@@ -258,6 +271,7 @@ type launchRequest struct {
 	userData      string
 	behavior      string
 	tags          map[string]string
+	volumeTags    map[string]string // every volume the launch creates gets them
 }
 
 // readLaunch reads and checks a RunInstances request as EC2 does before
@@ -272,7 +286,8 @@ func (s *Server) readLaunch(f url.Values) (*launchRequest, *apiError) {
 		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
 	}
 	r := &launchRequest{image: img, typ: f.Get("InstanceType"), zone: f.Get("Placement.AvailabilityZone"),
-		keyName: f.Get("KeyName"), groups: list(f, "SecurityGroupId"), subnet: f.Get("SubnetId"), tags: instanceTags(f)}
+		keyName: f.Get("KeyName"), groups: list(f, "SecurityGroupId"), subnet: f.Get("SubnetId"),
+		tags: specTags(f, "instance"), volumeTags: specTags(f, "volume")}
 	var err *apiError
 	if r.volumes, err = blockDevices(f, img); err != nil {
 		return nil, err
@@ -328,13 +343,13 @@ func (s *Server) readPlacement(r *launchRequest) *apiError {
 	return nil
 }
 
-// instanceTags are the tags a request's TagSpecifications give the
-// instance.
-func instanceTags(f url.Values) map[string]string {
+// specTags are the tags a request's TagSpecifications give the resources
+// of one type (instance, volume).
+func specTags(f url.Values, resourceType string) map[string]string {
 	tags := map[string]string{}
 	for i := 1; i <= count(f, "TagSpecification"); i++ {
 		p := "TagSpecification." + strconv.Itoa(i)
-		if rt := f.Get(p + ".ResourceType"); rt != "instance" {
+		if rt := f.Get(p + ".ResourceType"); rt != resourceType {
 			continue
 		}
 		readTags(f, p+".Tag", tags)
@@ -370,6 +385,11 @@ func (r *launchRequest) instance(s *Server, token string) *instance {
 	}
 	if in.subnet == "" {
 		in.subnet = "subnet-0sim" + r.zone[len(r.zone)-1:]
+	}
+	in.volumes = slices.Clone(r.volumes)
+	for i := range in.volumes {
+		in.volumes[i].ID = s.newID("vol")
+		in.volumes[i].Tags = maps.Clone(r.volumeTags)
 	}
 	return in
 }
@@ -596,9 +616,9 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		for _, g := range in.groups {
 			x.GroupSet = append(x.GroupSet, xGroup{GroupID: g, GroupName: s.groups[g].name})
 		}
-		for i, v := range in.volumes {
+		for _, v := range in.volumes {
 			x.BlockDeviceMapping = append(x.BlockDeviceMapping, xBlockDevice{DeviceName: v.Device, Ebs: xEbs{
-				VolumeID: fmt.Sprintf("vol-%s%d", strings.TrimPrefix(in.id, "i-"), i), Status: "attached",
+				VolumeID: v.ID, Status: "attached",
 				AttachTime: x.LaunchTime, DeleteOnTermination: true}})
 		}
 	}

@@ -186,6 +186,8 @@ var actions = map[string]func(s *Server, f url.Values, reqID string) (any, *apiE
 	"DescribeInstances":             (*Server).describeInstances,
 	"TerminateInstances":            (*Server).terminateInstances,
 	"CreateTags":                    (*Server).createTags,
+	"DeleteTags":                    (*Server).deleteTags,
+	"DescribeVolumes":               (*Server).describeVolumes,
 	"DescribeInstanceTypes":         (*Server).describeInstanceTypes,
 	"DescribeImages":                (*Server).describeImages,
 	"ImportKeyPair":                 (*Server).importKeyPair,

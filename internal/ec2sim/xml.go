@@ -235,3 +235,33 @@ type xError struct {
 	Code    string `xml:"Code"`
 	Message string `xml:"Message"`
 }
+
+type xVolumeAttachment struct {
+	VolumeID            string `xml:"volumeId"`
+	InstanceID          string `xml:"instanceId"`
+	Device              string `xml:"device"`
+	Status              string `xml:"status"`
+	AttachTime          string `xml:"attachTime"`
+	DeleteOnTermination bool   `xml:"deleteOnTermination"`
+}
+
+type xVolume struct {
+	VolumeID         string              `xml:"volumeId"`
+	Size             int                 `xml:"size"`
+	SnapshotID       string              `xml:"snapshotId"`
+	AvailabilityZone string              `xml:"availabilityZone"`
+	Status           string              `xml:"status"`
+	CreateTime       string              `xml:"createTime"`
+	Attachments      []xVolumeAttachment `xml:"attachmentSet>item"`
+	TagSet           []xTag              `xml:"tagSet>item"`
+	VolumeType       string              `xml:"volumeType"`
+	Encrypted        bool                `xml:"encrypted"`
+	KMSKeyID         string              `xml:"kmsKeyId,omitempty"`
+}
+
+type describeVolumesResponse struct {
+	XMLName   xml.Name  `xml:"DescribeVolumesResponse"`
+	Xmlns     string    `xml:"xmlns,attr"`
+	RequestID string    `xml:"requestId"`
+	Volumes   []xVolume `xml:"volumeSet>item"`
+}
