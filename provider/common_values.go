@@ -25,6 +25,15 @@ func stringList(ss []string) types.List {
 	return types.ListValueMust(types.StringType, vs)
 }
 
+// stringMap is m as a known Terraform map of strings.
+func stringMap(m map[string]string) types.Map {
+	elems := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		elems[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, elems)
+}
+
 // listStrings is the elements of a list of strings; nil when it is null or
 // unknown.
 func listStrings(ctx context.Context, l types.List) []string {

@@ -23,7 +23,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -75,8 +74,9 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"`pgbench_ec2_sweep` can terminate orphans. Any failure after the launch leaves the instance in state " +
 			"(tainted), so the next apply or destroy terminates it. An apply killed while the instance boots leaves a launch " +
 			"journal entry under the Terraform data directory (`.terraform/pgbench/launches`, or under `TF_DATA_DIR`): the next " +
-			"apply in the same directory adopts that instance instead of launching a second one. Every argument except " +
-			"`hourly_price_usd`, `poll_interval` and `host_key_wait` replaces the instance.",
+			"apply in the same directory adopts that instance instead of launching a second one. Every argument except `tags`, " +
+			"`hourly_price_usd`, `poll_interval` and `host_key_wait` replaces the instance. A running instance can be imported " +
+			"by its id (see the import section).",
 		Validators: []validator.Object{
 			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
 			ec2ExactlyOne{"ami", "image"},
@@ -148,8 +148,17 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			},
 			"tags": schema.MapAttribute{
 				ElementType: types.StringType, Optional: true,
-				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Extra tags for the instance and its volume. `managed-by`, `owner` and `expires-at` are always set by the provider.",
+				MarkdownDescription: "Extra tags for the instance and its volumes, over the provider's `aws.default_tags`. A change is applied " +
+					"in place (EC2 CreateTags and DeleteTags on the instance and its volumes), never by a new instance. `managed-by`, " +
+					"`owner` and `expires-at` are always set by the provider and cannot be given here; `Name` defaults to `pgbench`.",
+				Validators: []validator.Map{userTagKeys{}},
+			},
+			"tags_all": schema.MapAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "The user tags the instance and its volumes carry: the provider's `aws.default_tags` merged " +
+					"with `tags` (a key in both takes the value of `tags`). Without the provider's own `managed-by`, `owner` and " +
+					"`expires-at`, and without the default `Name`. A refresh reads it from the instance, so tags changed outside " +
+					"Terraform show as an update.",
 			},
 			"owner": schema.StringAttribute{
 				Optional: true, PlanModifiers: replaceS,
@@ -299,7 +308,16 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 			cfg.MaxBackoff = 10 * d
 		}
 	}
-	return ec2host.New(ctx, cfg)
+	c, err := ec2host.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.AllowedAccountIDs) > 0 {
+		if err := a.account.check(ctx, c, a.AllowedAccountIDs); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // ec2Create launches the instance, records it in state at once, waits for
@@ -312,10 +330,19 @@ func ec2Client(ctx context.Context, data *providerData, region, poll string) (*e
 func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJournal, state *tfsdk.State, diags *diag.Diagnostics) bool {
 	e := m.EC2
 	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
-	if err != nil {
+	var na *ec2host.AccountNotAllowedError
+	switch {
+	case errors.As(err, &na):
+		diags.AddError("AWS Account Not Allowed", fmt.Sprintf("%v. Nothing was created: the account was checked (STS GetCallerIdentity) "+
+			"before any EC2 call. Use credentials of an allowed account, or add %s to the provider's aws.allowed_account_ids.", err, na.Account))
+		return false
+	case err != nil:
 		diags.AddAttributeError(fwpath.Root("ec2"), "EC2 Client Unavailable", fmt.Sprintf("Building the EC2 client failed: %v. "+
 			"Set the provider's aws.region (or the block's region) and AWS credentials.", err))
 		return false
+	}
+	if e.TagsAll.IsUnknown() {
+		e.TagsAll = r.mergedTags(ctx, e.Tags, diags)
 	}
 	e.nullComputed()
 	e.setPrice(diags)
@@ -400,8 +427,8 @@ func ec2LaunchSpec(ctx context.Context, c *ec2host.Client, e *ec2Model, token st
 	}
 	spec.RootVolume.Encrypted, spec.RootVolume.KMSKeyID = e.RootVolumeEncrypted.ValueBool(), e.RootVolumeKMSKeyID.ValueString()
 	spec.MetadataHTTPTokens, spec.MetadataHopLimit = e.MetadataHTTPTokens.ValueString(), int32(e.MetadataHopLimit.ValueInt64())
-	if !e.Tags.IsNull() && !e.Tags.IsUnknown() {
-		diags.Append(e.Tags.ElementsAs(ctx, &spec.Tags, false)...)
+	if !e.TagsAll.IsNull() && !e.TagsAll.IsUnknown() {
+		diags.Append(e.TagsAll.ElementsAs(ctx, &spec.Tags, false)...)
 	}
 	if n, ok := spec.Tags["Name"]; ok {
 		spec.Name = n
@@ -686,6 +713,7 @@ func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource
 		return
 	}
 	e.PublicIP, e.PrivateIP = types.StringValue(in.PublicIP), types.StringValue(in.PrivateIP)
+	resp.Diagnostics.Append(e.readEC2Tags(ctx, in.Tags, r.data.aws.DefaultTags)...)
 	if e.reachable() {
 		if err := m.refreshOverSSH(ctx); err != nil {
 			resp.Diagnostics.AddWarning("EC2 Host Facts Not Refreshed", fmt.Sprintf("Instance %s runs, but %v. "+
@@ -779,6 +807,9 @@ func (e *ec2Model) nullComputed() {
 	if e.HourlyPriceUSD.IsUnknown() {
 		e.HourlyPriceUSD = types.Float64Null()
 	}
+	if e.TagsAll.IsUnknown() {
+		e.TagsAll = types.MapNull(types.StringType)
+	}
 }
 
 // replaceUnlessNew replaces the instance when a setting changes, but not
@@ -865,6 +896,7 @@ type ec2Model struct {
 	RootVolume          *ec2RootVolumeModel `tfsdk:"root_volume"`
 	AvailabilityZones   types.List          `tfsdk:"availability_zones"`
 	Tags                types.Map           `tfsdk:"tags"`
+	TagsAll             types.Map           `tfsdk:"tags_all"`
 	Owner               types.String        `tfsdk:"owner"`
 	MaxLifetime         types.String        `tfsdk:"max_lifetime"`
 	HourlyPriceUSD      types.Float64       `tfsdk:"hourly_price_usd"`

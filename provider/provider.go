@@ -4,10 +4,13 @@ package provider
 import (
 	"context"
 	"fmt"
+	"errors"
 	"os"
 	"regexp"
+	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 
@@ -58,6 +61,38 @@ type awsConfig struct {
 	SharedConfigFiles      []string
 	SharedCredentialsFiles []string
 	AssumeRole             *ec2host.AssumeRole
+	// DefaultTags go on every EC2 host under its own tags; nil while
+	// unknown (DefaultTagsUnknown).
+	DefaultTags        map[string]string
+	DefaultTagsUnknown bool
+	// AllowedAccountIDs, when not empty, are the only accounts EC2 calls
+	// may be made in (checked once, by accountCheck).
+	AllowedAccountIDs []string
+	account           *accountCheck
+}
+
+// accountCheck remembers the outcome of the allowed_account_ids check of
+// the provider's credentials, made once per provider run.
+type accountCheck struct {
+	mu   sync.Mutex
+	done bool
+	err  error
+}
+
+// check runs c.CheckAccount the first time and answers from memory after.
+// A failure to reach STS is not remembered: the next call asks again.
+func (a *accountCheck) check(ctx context.Context, c *ec2host.Client, allowed []string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done {
+		return a.err
+	}
+	err := c.CheckAccount(ctx, allowed)
+	var na *ec2host.AccountNotAllowedError
+	if err == nil || errors.As(err, &na) {
+		a.done, a.err = true, err
+	}
+	return err
 }
 
 // runnerSource is the pgbench-runner binary uploaded to hosts: the ones
@@ -164,6 +199,23 @@ func (p *pgbenchProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 						Optional:            true,
 						MarkdownDescription: "Paths of shared AWS config files, instead of `~/.aws/config`.",
 					},
+					"default_tags": schema.MapAttribute{
+						ElementType: types.StringType,
+						Optional:    true,
+						MarkdownDescription: "Tags for every EC2 host's instance and volumes, under the host's own `ec2.tags` (a key in both " +
+							"takes the host's value). Changing them updates the tags of running hosts in place. `managed-by`, `owner` and " +
+							"`expires-at` are the provider's own and cannot be set here.",
+						Validators: []validator.Map{userTagKeys{}},
+					},
+					"allowed_account_ids": schema.ListAttribute{
+						ElementType: types.StringType,
+						Optional:    true,
+						MarkdownDescription: "AWS account ids EC2 hosts may be made in. When set, the account of the credentials is " +
+							"read with STS GetCallerIdentity before any EC2 call, and credentials of another account are refused " +
+							"before anything is created (or refreshed, changed, destroyed).",
+						Validators: []validator.List{listvalidator.SizeAtLeast(1),
+							listvalidator.ValueStringsAre(stringvalidator.RegexMatches(accountIDPattern, "must be a 12-digit AWS account id"))},
+					},
 					"shared_credentials_files": schema.ListAttribute{
 						ElementType:         types.StringType,
 						Optional:            true,
@@ -223,6 +275,8 @@ type awsModel struct {
 	STSEndpoint            types.String     `tfsdk:"sts_endpoint"`
 	ServiceQuotasEndpoint  types.String     `tfsdk:"servicequotas_endpoint"`
 	AssumeRole             *assumeRoleModel `tfsdk:"assume_role"`
+	DefaultTags            types.Map        `tfsdk:"default_tags"`
+	AllowedAccountIDs      types.List       `tfsdk:"allowed_account_ids"`
 }
 
 type assumeRoleModel struct {
@@ -238,6 +292,7 @@ var (
 	roleARNPattern     = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\x21-\x7e]+$`)
 	sessionNamePattern = regexp.MustCompile(`^[\w+=,.@-]{2,64}$`)
 	externalIDPattern  = regexp.MustCompile(`^[\w+=,.@:/-]*$`)
+	accountIDPattern   = regexp.MustCompile(`^\d{12}$`)
 )
 
 // assumeRole is the role to assume, nil without an assume_role block. The
@@ -272,7 +327,13 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 		data.aws.AssumeRole = cfg.AWS.AssumeRole.assumeRole()
 		resp.Diagnostics.Append(cfg.AWS.SharedConfigFiles.ElementsAs(ctx, &data.aws.SharedConfigFiles, false)...)
 		resp.Diagnostics.Append(cfg.AWS.SharedCredentialsFiles.ElementsAs(ctx, &data.aws.SharedCredentialsFiles, false)...)
+		data.aws.DefaultTagsUnknown = cfg.AWS.DefaultTags.IsUnknown()
+		if !cfg.AWS.DefaultTags.IsNull() && !cfg.AWS.DefaultTags.IsUnknown() {
+			resp.Diagnostics.Append(cfg.AWS.DefaultTags.ElementsAs(ctx, &data.aws.DefaultTags, false)...)
+		}
+		resp.Diagnostics.Append(cfg.AWS.AllowedAccountIDs.ElementsAs(ctx, &data.aws.AllowedAccountIDs, false)...)
 	}
+	data.aws.account = &accountCheck{}
 	if cfg.Runner != nil && !cfg.Runner.Path.IsNull() {
 		p := cfg.Runner.Path.ValueString()
 		if cfg.Runner.Path.IsUnknown() {

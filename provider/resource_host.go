@@ -338,7 +338,14 @@ func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 // configuration, so that the resources on the host see a known connection
 // and are replaced only when it names another host.
 func (r *hostResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || len(resp.RequiresReplace) > 0 {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	r.planEC2Tags(ctx, &resp.Plan, &resp.Diagnostics)
+	if req.State.Raw.IsNull() && hasEC2Block(ctx, req.Plan) {
+		r.planEC2Account(ctx, &resp.Plan, &resp.Diagnostics)
+	}
+	if req.State.Raw.IsNull() || len(resp.RequiresReplace) > 0 || resp.Diagnostics.HasError() {
 		return
 	}
 	var m, prior hostModel
@@ -383,6 +390,9 @@ func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	// Whatever fails below, state keeps what worked before.
 	resp.State.Raw = req.State.Raw.Copy()
+	if m.EC2 != nil && !m.EC2.TagsAll.Equal(prior.EC2.TagsAll) && !r.ec2UpdateTags(ctx, &m, &prior, &resp.State, &resp.Diagnostics) {
+		return
+	}
 	ex, err := m.connection().dial(ctx)
 	if err != nil {
 		at, what := m.credentialsPath()

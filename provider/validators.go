@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pkgmgr"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/resultsdb"
 )
@@ -120,5 +121,29 @@ func (v exactlyOneOf) ValidateResource(ctx context.Context, req resource.Validat
 			fmt.Sprintf("Set exactly one of %s; %d are set (%s). Remove all but one.", v.names, len(set), strings.Join(names, ", ")))
 	case len(set) == 0 && !unknown:
 		resp.Diagnostics.AddAttributeError(v.paths[0], v.title, fmt.Sprintf("Set exactly one of %s; 0 are set.", v.names))
+	}
+}
+
+// userTagKeys refuses tag keys the provider sets itself (managed-by,
+// owner, expires-at: the owner attribute sets owner) and the prefix EC2
+// reserves (aws:).
+type userTagKeys struct{}
+
+func (userTagKeys) Description(context.Context) string {
+	return "tag keys must not be managed-by, owner or expires-at (set by the provider) nor start with aws:"
+}
+func (v userTagKeys) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (userTagKeys) ValidateMap(ctx context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for k := range req.ConfigValue.Elements() {
+		switch {
+		case ec2host.ManagedTag(k):
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Reserved Tag Key", fmt.Sprintf("The provider sets the %q tag of every "+
+				"EC2 host itself (managed-by, owner, expires-at are how pgbench_ec2_sweep finds orphans). Remove it; set ec2.owner for the owner tag.", k))
+		case strings.HasPrefix(strings.ToLower(k), "aws:"):
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "Reserved Tag Key", fmt.Sprintf("EC2 reserves tag keys starting with aws: (%q). Rename it.", k))
+		}
 	}
 }

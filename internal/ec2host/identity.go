@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,13 +59,49 @@ func assumeRole(ctx context.Context, awsCfg *aws.Config, role AssumeRole, stsOpt
 // CallerIdentity returns the ARN of the identity whose credentials the
 // client signs with (STS GetCallerIdentity, which needs no permission).
 func (c *Client) CallerIdentity(ctx context.Context) (string, error) {
+	arn, _, err := c.identity(ctx)
+	return arn, err
+}
+
+// identity is the ARN and the account id of the caller (STS
+// GetCallerIdentity).
+func (c *Client) identity(ctx context.Context) (arn, account string, err error) {
 	out, err := c.sts.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}, func(o *sts.Options) {
 		o.RetryMaxAttempts = 2
 	})
 	if err != nil {
-		return "", fmt.Errorf("get caller identity: %w", err)
+		return "", "", fmt.Errorf("get caller identity: %w", err)
 	}
-	return aws.ToString(out.Arn), nil
+	return aws.ToString(out.Arn), aws.ToString(out.Account), nil
+}
+
+// AccountNotAllowedError is a caller whose account is not one of the
+// allowed ones.
+type AccountNotAllowedError struct {
+	Account, ARN string
+	Allowed      []string
+}
+
+func (e *AccountNotAllowedError) Error() string {
+	return fmt.Sprintf("the AWS credentials (%s) are of account %s, which is not one of the allowed accounts %s",
+		e.ARN, e.Account, strings.Join(e.Allowed, ", "))
+}
+
+// CheckAccount refuses credentials of an account not in allowed (STS
+// GetCallerIdentity), so that nothing is made in the wrong account; an
+// empty allowed admits every account without asking STS.
+func (c *Client) CheckAccount(ctx context.Context, allowed []string) error {
+	if len(allowed) == 0 {
+		return nil
+	}
+	arn, account, err := c.identity(ctx)
+	if err != nil {
+		return fmt.Errorf("check the account against allowed_account_ids: %w", err)
+	}
+	if !slices.Contains(allowed, account) {
+		return &AccountNotAllowedError{Account: account, ARN: arn, Allowed: allowed}
+	}
+	return nil
 }
 
 // Owner returns the owner tag for an instance, never empty, so that a

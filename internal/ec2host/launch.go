@@ -86,7 +86,8 @@ type Spec struct {
 type Instance struct {
 	ID, Type, ImageID, Zone, State, StateReason string
 	PrivateIP, PublicIP, PublicDNS, KeyName     string
-	RootDevice                                  string // the root volume's device
+	RootDevice                                  string   // the root volume's device
+	VolumeIDs                                   []string // attached EBS volumes, root first as EC2 lists them
 	LaunchTime                                  time.Time
 	ExpiresAt                                   time.Time // from the expires-at tag; zero if absent
 	Tags                                        map[string]string
@@ -472,6 +473,11 @@ func fromSDK(i types.Instance) *Instance {
 	}
 	for _, t := range i.Tags {
 		in.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	for _, b := range i.BlockDeviceMappings {
+		if b.Ebs != nil && aws.ToString(b.Ebs.VolumeId) != "" {
+			in.VolumeIDs = append(in.VolumeIDs, aws.ToString(b.Ebs.VolumeId))
+		}
 	}
 	if v, ok := in.Tags[TagExpiresAt]; ok {
 		if t, err := time.Parse(time.RFC3339, v); err == nil {
