@@ -166,7 +166,12 @@ provider "pgbench" {
 // ec2HostConfig is an ec2 host in the simulated region; body goes into the
 // ec2 block and extra into the resource.
 func ec2HostConfig(sim *ec2sim.Server, dir, body, extra string) string {
-	return ec2ProviderBlock(sim) + fmt.Sprintf(`
+	return ec2ProviderBlock(sim) + ec2HostResource(dir, body, extra)
+}
+
+// ec2HostResource is the resource of ec2HostConfig, without the provider.
+func ec2HostResource(dir, body, extra string) string {
+	return fmt.Sprintf(`
 resource "pgbench_host" "metal" {
   install_dir = %q
   ec2 {

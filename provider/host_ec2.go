@@ -387,7 +387,11 @@ func (r *hostResource) ec2Create(ctx context.Context, m *hostModel, j *launchJou
 		ec2LaunchFailed(ctx, err, e, undo, diags)
 		return false
 	}
-	return ec2WaitReachable(ctx, c, e, in, privateKey, state, diags)
+	left := func() string {
+		return fmt.Sprintf(" Instance %s is in state and tainted: the next apply replaces it and `terraform destroy` terminates it "+
+			"(its dead-man switch also terminates it at %s).", in.ID, e.ExpiresAt.ValueString())
+	}
+	return ec2WaitReachable(ctx, c, e, in, privateKey, left, state, diags)
 }
 
 // setPrice fills in the hourly price from the built-in table, or warns
@@ -529,7 +533,7 @@ func ec2LaunchFailed(ctx context.Context, err error, e *ec2Model, undo ec2Undo, 
 // to run, pins its host key and waits until it accepts SSH with the key,
 // saving each step in state.
 func ec2WaitReachable(ctx context.Context, c *ec2host.Client, e *ec2Model, in *ec2host.Instance, privateKey string,
-	state *tfsdk.State, diags *diag.Diagnostics) bool {
+	left func() string, state *tfsdk.State, diags *diag.Diagnostics) bool {
 	e.ImageID, e.AvailabilityZone = types.StringValue(in.ImageID), types.StringValue(in.Zone)
 	if e.SSHUser.IsNull() || e.SSHUser.IsUnknown() {
 		user := ec2host.DefaultLoginUser(in.Image)
@@ -544,8 +548,7 @@ func ec2WaitReachable(ctx context.Context, c *ec2host.Client, e *ec2Model, in *e
 	diags.Append(state.SetAttribute(ctx, fwpath.Root("ec2"), e)...)
 
 	after := func(summary, detail string) bool {
-		diags.AddError(summary, detail+fmt.Sprintf(" Instance %s is in state and tainted: the next apply replaces it and `terraform destroy` terminates it "+
-			"(its dead-man switch also terminates it at %s).", in.ID, e.ExpiresAt.ValueString()))
+		diags.AddError(summary, detail+left())
 		return false
 	}
 	run, err := c.WaitRunning(ctx, in.ID)
@@ -568,8 +571,7 @@ func ec2WaitReachable(ctx context.Context, c *ec2host.Client, e *ec2Model, in *e
 	var nosudo *ec2host.SudoError
 	switch {
 	case errors.As(err, &refused) || errors.As(err, &nosudo):
-		diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "EC2 Login Refused", fmt.Sprintf("%v. Instance %s is in state and tainted: "+
-			"the next apply replaces it and `terraform destroy` terminates it (its dead-man switch also terminates it at %s).", err, in.ID, e.ExpiresAt.ValueString()))
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "EC2 Login Refused", fmt.Sprintf("%v.%s", err, left()))
 		return false
 	case errors.As(err, &hk):
 		return after("EC2 Host Key Mismatch", fmt.Sprintf("%v. Connecting was refused before anything was sent: the server at the instance's address is "+
@@ -713,6 +715,7 @@ func (r *hostResource) ec2Read(ctx context.Context, m *hostModel, resp *resource
 		return
 	}
 	e.PublicIP, e.PrivateIP = types.StringValue(in.PublicIP), types.StringValue(in.PrivateIP)
+	e.adoptReadFields(in)
 	resp.Diagnostics.Append(e.readEC2Tags(ctx, in.Tags, r.data.aws.DefaultTags)...)
 	if e.reachable() {
 		if err := m.refreshOverSSH(ctx); err != nil {
@@ -838,9 +841,11 @@ func (hostKeySourceKept) Description(context.Context) string {
 	return "keeps the recorded host key source; first_use for states that predate it"
 }
 func (m hostKeySourceKept) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
-func (hostKeySourceKept) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+func (hostKeySourceKept) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
 	switch {
 	case req.State.Raw.IsNull() || req.Plan.Raw.IsNull():
+	case ec2Imported(ctx, req.Private):
+		// Adopting the instance pins its key now.
 	case !req.StateValue.IsNull():
 		resp.PlanValue = req.StateValue
 	default:
@@ -937,17 +942,5 @@ var (
 	ec2AMIPattern  = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
 	ec2CIDRPattern = regexp.MustCompile(`^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$`)
 )
-
-// ec2RefuseImport refuses an instance id as import ID: an imported
-// instance would come without its key, and its destroy would terminate
-// an instance this configuration never launched.
-func ec2RefuseImport(id string, diags *diag.Diagnostics) bool {
-	if !ec2InstanceIDPattern.MatchString(id) {
-		return false
-	}
-	diags.AddError("EC2 Host Import Not Supported", fmt.Sprintf("%q is an EC2 instance id. pgbench_host cannot adopt an instance it did not launch; "+
-		"launch one with an ec2 block, or import the running instance as an ssh host (user@address:port).", id))
-	return true
-}
 
 var ec2InstanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)

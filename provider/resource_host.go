@@ -230,24 +230,38 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 			return
 		}
 	}
+	if r.setUp(ctx, &m, resp.Private, &resp.Diagnostics) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+}
+
+// privateSetter is the private state of a create or an update.
+type privateSetter interface {
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// setUp installs the runner on a new host (or an adopted EC2 instance),
+// bootstraps and tunes it as configured, and reads its facts into m. On
+// an error it takes back what it did and reports false.
+func (r *hostResource) setUp(ctx context.Context, m *hostModel, private privateSetter, diags *diag.Diagnostics) bool {
 	ex, err := m.connection().dial(ctx)
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to %s failed: %v. Check the address, key and pinned host key.", m.describe(), err))
-		return
+		diags.AddError("Cannot Reach Host", fmt.Sprintf("Connecting to %s failed: %v. Check the address, key and pinned host key.", m.describe(), err))
+		return false
 	}
 	defer ex.Close()
 
 	dir := m.InstallDir.ValueString()
 	in, err := runnerbin.Install(ctx, ex, r.data.runner.binary, dir)
 	if err != nil {
-		resp.Diagnostics.AddError("Runner Installation Failed", fmt.Sprintf("Installing pgbench-runner (%s) into %s on %s failed: %v", r.data.runner.describe, dir, ex, err))
-		return
+		diags.AddError("Runner Installation Failed", fmt.Sprintf("Installing pgbench-runner (%s) into %s on %s failed: %v", r.data.runner.describe, dir, ex, err))
+		return false
 	}
 	// A directory holding our tuning state file is ours too: a host whose
 	// runner vanished is re-created into the directory its first Create made.
 	created := in.NewDir || in.TuneState
 	if created {
-		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateCreatedDir, []byte("true"))...)
+		diags.Append(private.SetKey(ctx, privateCreatedDir, []byte("true"))...)
 	}
 	tflog.Info(ctx, "installed pgbench-runner", map[string]any{"host": ex.String(), "path": in.Path, "version": in.Version, "skipped": in.Skipped})
 	rc := runnerclient.New(ex, in.Path)
@@ -267,9 +281,9 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 	if m.Bootstrap != nil {
 		installed, err := bootstrap(ctx, rc, listStrings(ctx, m.Bootstrap.Packages))
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(fwpath.Root("bootstrap").AtName("packages"), "Package Installation Failed",
+			diags.AddAttributeError(fwpath.Root("bootstrap").AtName("packages"), "Package Installation Failed",
 				fmt.Sprintf("Installing packages on %s failed: %v. Check the package names and that the host's package manager works.%s", ex, err, undo()))
-			return
+			return false
 		}
 		m.BootstrapInstalled = stringList(installed)
 	}
@@ -277,17 +291,17 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 	if m.Tuning != nil {
 		applied, err := applyTuning(ctx, rc, dir, m.Tuning)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(fwpath.Root("tuning"), "Tuning Failed", fmt.Sprintf("pgbench-runner tune apply on %s failed: %v.%s", ex, err, undo()))
-			return
+			diags.AddAttributeError(fwpath.Root("tuning"), "Tuning Failed", fmt.Sprintf("pgbench-runner tune apply on %s failed: %v.%s", ex, err, undo()))
+			return false
 		}
 		m.TuningApplied = applied
 	}
 	if err := m.refresh(ctx, ex, in.Path, in.Version); err != nil {
-		resp.Diagnostics.AddError("Host Facts Unavailable", fmt.Sprintf("Reading facts of %s failed: %v.%s", ex, err, undo()))
-		return
+		diags.AddError("Host Facts Unavailable", fmt.Sprintf("Reading facts of %s failed: %v.%s", ex, err, undo()))
+		return false
 	}
 	m.RunnerSHA256 = types.StringValue(in.SHA256)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	return !diags.HasError()
 }
 
 func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -342,6 +356,7 @@ func (r *hostResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	r.planEC2Tags(ctx, &resp.Plan, &resp.Diagnostics)
+	planEC2Import(ctx, req, resp)
 	if req.State.Raw.IsNull() && hasEC2Block(ctx, req.Plan) {
 		r.planEC2Account(ctx, &resp.Plan, &resp.Diagnostics)
 	}
@@ -391,6 +406,13 @@ func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	// Whatever fails below, state keeps what worked before.
 	resp.State.Raw = req.State.Raw.Copy()
 	if m.EC2 != nil && !m.EC2.TagsAll.Equal(prior.EC2.TagsAll) && !r.ec2UpdateTags(ctx, &m, &prior, &resp.State, &resp.Diagnostics) {
+		return
+	}
+	if m.EC2 != nil && ec2Imported(ctx, req.Private) {
+		if r.ec2Adopt(ctx, &m, &resp.State, &resp.Diagnostics) && r.setUp(ctx, &m, resp.Private, &resp.Diagnostics) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+			resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateEC2Imported, nil)...)
+		}
 		return
 	}
 	ex, err := m.connection().dial(ctx)
@@ -479,18 +501,20 @@ func (r *hostResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		"campaigns_cleaned": len(res.Campaigns), "dir_removed": res.DirRemoved, "dir_kept": res.DirKept})
 }
 
-// ImportState takes `local` or `user@host:port`, each optionally followed by
-// `,INSTALL_DIR` when the runner is not in the default directory.
+// ImportState takes `local`, `user@host:port` or an EC2 instance id
+// (host_ec2_import.go), each optionally followed by `,INSTALL_DIR` when the
+// runner is not in the default directory.
 func (r *hostResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if ec2RefuseImport(req.ID, &resp.Diagnostics) {
-		return
-	}
 	id, dir, _ := strings.Cut(req.ID, ",")
 	if dir == "" {
 		dir = runnerbin.DefaultDir
 	}
 	if !hostAbsPath.MatchString(dir) {
 		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("install directory %q in import ID %q is not an absolute path", dir, req.ID))
+		return
+	}
+	if ec2InstanceIDPattern.MatchString(id) {
+		ec2ImportState(ctx, id, dir, resp)
 		return
 	}
 	m := hostModel{

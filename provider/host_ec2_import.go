@@ -1,0 +1,148 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/ec2host"
+)
+
+// Importing an ec2 host adopts a running instance by its id. ImportState
+// records only the id (and a mark in private state); Read fills in what
+// DescribeInstances tells (image, zone, addresses, expiry, tags). The
+// launch arguments of the configuration cannot be read back from EC2, so
+// the first plan adopts them in place instead of replacing the instance
+// (ModifyPlan); that update checks the instance type, pins the host key
+// from the console as a create does, logs in with the configured key and
+// installs the runner (ec2Adopt, then the create's setUp).
+
+// privateEC2Imported marks, in private state, an instance imported and
+// not yet adopted by an apply.
+const privateEC2Imported = "ec2_imported"
+
+// privateGetter is the private state of a plan or an update.
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+// ec2Imported reports whether the host is an imported instance that no
+// apply has adopted yet.
+func ec2Imported(ctx context.Context, private privateGetter) bool {
+	v, _ := private.GetKey(ctx, privateEC2Imported)
+	return len(v) > 0
+}
+
+// ec2ImportState is ImportState of an instance id: the state holds the id
+// and install_dir, and Read fills in the rest EC2 knows.
+func ec2ImportState(ctx context.Context, id, dir string, resp *resource.ImportStateResponse) {
+	strs, lists := types.StringNull(), types.ListNull(types.StringType)
+	e := &ec2Model{
+		Region: strs, InstanceType: strs, AMI: strs, SubnetID: strs, VPCID: strs, SecurityGroupIDs: lists, SSHCIDRs: lists,
+		KeyName: strs, PrivateKey: strs, SSHUser: strs, AvailabilityZones: lists,
+		Tags: types.MapNull(types.StringType), TagsAll: types.MapNull(types.StringType),
+		Owner: strs, MaxLifetime: strs, HourlyPriceUSD: types.Float64Null(), PollInterval: strs, HostKeyPolicy: strs, HostKeyWait: strs,
+		MetadataHTTPTokens: strs, MetadataHopLimit: types.Int64Null(), RootVolumeEncrypted: types.BoolNull(), RootVolumeKMSKeyID: strs,
+		InstanceID: types.StringValue(id), ImageID: strs, AvailabilityZone: strs, PublicIP: strs, PrivateIP: strs, ExpiresAt: strs,
+		HostKey: strs, HostKeySource: strs, GeneratedKeyName: strs, GeneratedPrivateKey: strs, TemporarySecurityGroupID: strs,
+	}
+	m := hostModel{
+		ID: types.StringValue(id), Local: types.BoolNull(), InstallDir: types.StringValue(dir), EC2: e,
+		Connection:         types.ObjectNull(connectionAttrTypes),
+		HugepageSizes:      types.ListNull(types.Int64Type),
+		TuningApplied:      types.MapNull(types.ObjectType{AttrTypes: tuningAppliedAttrTypes}),
+		BootstrapInstalled: types.ListNull(types.StringType),
+		Timeouts:           hostTimeoutsNull(),
+	}
+	m.nullFacts()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateEC2Imported, []byte("true"))...)
+}
+
+// planEC2Import plans the adoption of an imported instance as an in-place
+// update: its launch arguments come from the configuration, not from a
+// new instance. The configuration must give the instance's key.
+func planEC2Import(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() || !hasEC2Block(ctx, req.Plan) || !ec2Imported(ctx, req.Private) {
+		return
+	}
+	resp.RequiresReplace = nil
+	var key types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, fwpath.Root("ec2").AtName("private_key"), &key)...)
+	if key.IsNull() {
+		var id types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, fwpath.Root("ec2").AtName("instance_id"), &id)...)
+		resp.Diagnostics.AddAttributeError(fwpath.Root("ec2").AtName("private_key"), "Imported EC2 Host Needs Its Key",
+			fmt.Sprintf("Instance %s was imported: set ec2.key_name and ec2.private_key to the key pair it was launched with. "+
+				"The provider generates a key pair only for instances it launches itself.", id.ValueString()))
+	}
+}
+
+// ec2Adopt makes an imported instance the configured host: it checks the
+// instance against the configuration, then pins its host key from the
+// console (as host_key_policy says) and waits until it accepts SSH with
+// the configured key. Nothing is changed on the instance; on an error
+// the state keeps it as imported.
+func (r *hostResource) ec2Adopt(ctx context.Context, m *hostModel, state *tfsdk.State, diags *diag.Diagnostics) bool {
+	e := m.EC2
+	id := e.InstanceID.ValueString()
+	c, err := ec2Client(ctx, r.data, e.Region.ValueString(), e.PollInterval.ValueString())
+	if err != nil {
+		diags.AddError("EC2 Client Unavailable", fmt.Sprintf("%v. Instance %s stays imported and unchanged.", err, id))
+		return false
+	}
+	in, err := c.Describe(ctx, id)
+	switch {
+	case err != nil:
+		diags.AddError("EC2 Describe Failed", fmt.Sprintf("%v. Apply again.", err))
+		return false
+	case in == nil:
+		diags.AddError("EC2 Instance Gone", fmt.Sprintf("Instance %s is terminated or unknown: there is nothing to adopt. Remove the resource "+
+			"from state (`terraform state rm`) and let the next apply launch one.", id))
+		return false
+	case in.Type != e.InstanceType.ValueString():
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("instance_type"), "Imported Instance Differs", fmt.Sprintf("Instance %s is a %s, the "+
+			"configuration says %s. Set instance_type = %q: adopting it under another type would replace (terminate) it on the next plan.",
+			id, in.Type, e.InstanceType.ValueString(), in.Type))
+		return false
+	case !e.AMI.IsNull() && in.ImageID != e.AMI.ValueString():
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("ami"), "Imported Instance Differs", fmt.Sprintf("Instance %s runs image %s, the "+
+			"configuration says %s. Set ami = %q.", id, in.ImageID, e.AMI.ValueString(), in.ImageID))
+		return false
+	}
+	if e.SSHUser.IsUnknown() {
+		// The login user of the image's family, as for a launch.
+		if in.Image, err = c.DescribeImage(ctx, in.ImageID); err != nil {
+			diags.AddAttributeError(fwpath.Root("ec2").AtName("ssh_user"), "Login User Unknown", fmt.Sprintf("Reading image %s of instance %s "+
+				"failed: %v. Set ssh_user.", in.ImageID, id, err))
+			return false
+		}
+	}
+	e.nullComputed()
+	e.setPrice(diags)
+	left := func() string {
+		return fmt.Sprintf(" Instance %s is left as it runs and stays imported: fix the configuration and apply again.", id)
+	}
+	scratch := tfsdk.State{Schema: state.Schema, Raw: state.Raw.Copy()}
+	return ec2WaitReachable(ctx, c, e, in, e.PrivateKey.ValueString(), left, &scratch, diags)
+}
+
+// adoptReadFields fills what an imported instance's state lacks from
+// DescribeInstances.
+func (e *ec2Model) adoptReadFields(in *ec2host.Instance) {
+	if e.ImageID.IsNull() {
+		e.ImageID = types.StringValue(in.ImageID)
+	}
+	if e.AvailabilityZone.IsNull() {
+		e.AvailabilityZone = types.StringValue(in.Zone)
+	}
+	if e.ExpiresAt.IsNull() && !in.ExpiresAt.IsZero() {
+		e.ExpiresAt = types.StringValue(in.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+}
