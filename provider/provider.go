@@ -3,8 +3,8 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"sync"
