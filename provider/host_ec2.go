@@ -22,8 +22,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -60,8 +58,8 @@ const (
 
 // ec2BlockSchema is the ec2 block of pgbench_host.
 func ec2BlockSchema() schema.SingleNestedBlock {
-	replaceS := []planmodifier.String{stringplanmodifier.RequiresReplace()}
-	replaceL := []planmodifier.List{listplanmodifier.RequiresReplace()}
+	replaceS := []planmodifier.String{replaceUnlessImportedString()}
+	replaceL := []planmodifier.List{replaceUnlessImportedList()}
 	keepS := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	computed := func(desc string) schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, PlanModifiers: keepS, MarkdownDescription: desc}
@@ -133,7 +131,7 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 				Optional: true, Computed: true,
 				// Known once the image is: keep the state's value rather
 				// than replace the instance over an unknown.
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), replaceUnlessImportedString()},
 				MarkdownDescription: "User to log in as. Default: the login user of the image's family, as its cloud-init " +
 					"sets it up for the launch key: `admin` (Debian), `ubuntu` (Ubuntu), `ec2-user` (Amazon Linux, RHEL, " +
 					"AlmaLinux, CentOS Stream, SUSE), `rocky` (Rocky), `fedora` (Fedora); `root` for an image of no known " +
@@ -253,7 +251,7 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 		Blocks: map[string]schema.Block{
 			"image": schema.SingleNestedBlock{
 				MarkdownDescription: "Look the image up instead of giving `ami`: the newest available image whose name matches.",
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				PlanModifiers:       []planmodifier.Object{replaceUnlessImportedObject()},
 				Validators:          []validator.Object{objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("name"))},
 				Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{
@@ -268,7 +266,7 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			},
 			"root_volume": schema.SingleNestedBlock{
 				MarkdownDescription: "Root EBS volume; unset fields keep the image's defaults. The runbook uses 2 TB gp3.",
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				PlanModifiers:       []planmodifier.Object{replaceUnlessImportedObject()},
 				Attributes: map[string]schema.Attribute{
 					"size_gb": schema.Int64Attribute{Optional: true, MarkdownDescription: "Size in GiB, e.g. `2000`.",
 						Validators: []validator.Int64{int64validator.Between(1, 65536)}},

@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	fwpath "github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -65,14 +70,36 @@ func ec2ImportState(ctx context.Context, id, dir string, resp *resource.ImportSt
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateEC2Imported, []byte("true"))...)
 }
 
-// planEC2Import plans the adoption of an imported instance as an in-place
-// update: its launch arguments come from the configuration, not from a
-// new instance. The configuration must give the instance's key.
+// planEC2Import checks the plan that adopts an imported instance (an
+// in-place update: the replace modifiers below let its launch arguments
+// come from the configuration): the configuration must give its key.
 func planEC2Import(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.State.Raw.IsNull() || !hasEC2Block(ctx, req.Plan) || !ec2Imported(ctx, req.Private) {
 		return
 	}
-	resp.RequiresReplace = nil
+	// What the adoption finds out is unknown until it ran (keeping the
+	// state's value, as for a launched instance, would keep a null).
+	ec2 := fwpath.Root("ec2")
+	type unknownAt struct {
+		at fwpath.Path
+		v  attr.Value
+	}
+	unknown := []unknownAt{{ec2.AtName("host_key"), types.StringUnknown()}, {ec2.AtName("public_ip"), types.StringUnknown()},
+		{ec2.AtName("private_ip"), types.StringUnknown()}, {ec2.AtName("expires_at"), types.StringUnknown()},
+		{fwpath.Root("bootstrap_installed"), types.ListUnknown(types.StringType)}}
+	var user types.String
+	var price types.Float64
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, ec2.AtName("ssh_user"), &user)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, ec2.AtName("hourly_price_usd"), &price)...)
+	if user.IsNull() {
+		unknown = append(unknown, unknownAt{ec2.AtName("ssh_user"), types.StringUnknown()})
+	}
+	if price.IsNull() {
+		unknown = append(unknown, unknownAt{ec2.AtName("hourly_price_usd"), types.Float64Unknown()})
+	}
+	for _, u := range unknown {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, u.at, u.v)...)
+	}
 	var key types.String
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, fwpath.Root("ec2").AtName("private_key"), &key)...)
 	if key.IsNull() {
@@ -145,4 +172,28 @@ func (e *ec2Model) adoptReadFields(in *ec2host.Instance) {
 	if e.ExpiresAt.IsNull() && !in.ExpiresAt.IsZero() {
 		e.ExpiresAt = types.StringValue(in.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+}
+
+// The plan modifiers below replace the host when the argument changes,
+// except while an imported instance is adopted: its state has no launch
+// arguments to compare with the configuration.
+
+const replaceUnlessImportedDesc = "Changing it replaces the host (an imported EC2 instance takes it in place on its first apply)."
+
+func replaceUnlessImportedString() planmodifier.String {
+	return stringplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !ec2Imported(ctx, req.Private)
+	}, replaceUnlessImportedDesc, replaceUnlessImportedDesc)
+}
+
+func replaceUnlessImportedList() planmodifier.List {
+	return listplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !ec2Imported(ctx, req.Private)
+	}, replaceUnlessImportedDesc, replaceUnlessImportedDesc)
+}
+
+func replaceUnlessImportedObject() planmodifier.Object {
+	return objectplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !ec2Imported(ctx, req.Private)
+	}, replaceUnlessImportedDesc, replaceUnlessImportedDesc)
 }

@@ -327,21 +327,6 @@ resource "pgbench_ec2_sweep" "orphans" {}
 	})
 }
 
-func TestAccEC2HostImportRefused(t *testing.T) {
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: `resource "pgbench_host" "x" {
-  local = true
-}`,
-			ResourceName:  "pgbench_host.x",
-			ImportState:   true,
-			ImportStateId: "i-0123456789abcdef0",
-			ExpectError:   regexp.MustCompile(`EC2 Host Import Not Supported`),
-		}},
-	})
-}
-
 func TestAccEC2HostValidation(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"no image", `instance_type = "m6i.metal"

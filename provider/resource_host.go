@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -55,7 +54,7 @@ func (r *hostResource) Metadata(_ context.Context, req resource.MetadataRequest,
 }
 
 func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	replace := []planmodifier.String{replaceUnlessImportedString()}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A benchmark host: an EC2 instance it launches (`ec2` block, terminated on destroy), an existing machine reached over SSH (`ssh` block) or the machine " +
 			"Terraform runs on (`local = true`). The provider installs `pgbench-runner` on it, optionally installs " +
@@ -133,7 +132,7 @@ func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 						Validators:          []validator.List{packageNames{}},
 					},
 				},
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Object{replaceUnlessImportedObject()},
 			},
 			"tuning": schema.SingleNestedBlock{
 				MarkdownDescription: "OS knobs set with `pgbench-runner tune apply`; the previous values are kept in " +
@@ -157,7 +156,7 @@ func (r *hostResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 							"(e.g. no cpufreq in a VM) is recorded as `unsupported` and is not an error.",
 					},
 				},
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Object{replaceUnlessImportedObject()},
 			},
 		},
 	}
