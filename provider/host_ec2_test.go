@@ -353,6 +353,10 @@ func TestAccEC2HostValidation(t *testing.T) {
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["10.0.0.0/8"]
     host_key_wait = "ten minutes"`, `Invalid Duration`},
+		{"managed tag", `instance_type = "m6i.metal"
+    ami = "ami-0123456789abcdef0"
+    ssh_cidrs = ["10.0.0.0/8"]
+    tags = { owner = "me" }`, `(?s)Reserved Tag Key.*"owner"`},
 		{"bad cidr", `instance_type = "m6i.metal"
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["my laptop"]`, `must be an IPv4 CIDR`},
