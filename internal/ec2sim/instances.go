@@ -655,21 +655,11 @@ func (s *Server) instanceMatches(in *instance, fs []filter) bool {
 			v = in.zone
 		case f.name == "key-name":
 			v = in.keyName
-		case f.name == "tag-key":
-			ok := false
-			for k := range in.tags {
-				ok = ok || matchAny(f.values, k)
-			}
-			if !ok {
+		case f.name == "tag-key" || strings.HasPrefix(f.name, "tag:"):
+			if !tagFilterMatches(f, in.tags) {
 				return false
 			}
 			continue
-		case strings.HasPrefix(f.name, "tag:"):
-			tv, ok := in.tags[strings.TrimPrefix(f.name, "tag:")]
-			if !ok {
-				return false
-			}
-			v = tv
 		default:
 			// EC2 rejects unknown filter names; so does this server, so
 			// a typo in a filter fails loudly instead of matching all.

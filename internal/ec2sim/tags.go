@@ -106,22 +106,30 @@ func requestTags(f url.Values) ([]requestTag, *apiError) {
 	return out, nil
 }
 
-// createTags is EC2 CreateTags: it adds or overwrites each tag on every
-// resource, all or nothing.
-func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
+// tagRequest reads the resources and tags of a CreateTags or DeleteTags
+// and answers a DryRun, as EC2 checks them before it looks at the resources.
+func tagRequest(f url.Values) ([]string, []requestTag, *apiError) {
 	ids := list(f, "ResourceId")
 	if len(ids) == 0 {
-		return nil, errf(400, "MissingParameter", "The request must contain the parameter resourceIdSet")
+		return nil, nil, errf(400, "MissingParameter", "The request must contain the parameter resourceIdSet")
 	}
 	tags, err := requestTags(f)
 	if err != nil {
-		return nil, err
-	}
-	if len(tags) == 0 {
-		return nil, errf(400, "MissingParameter", "The request must contain the parameter tagSet")
+		return nil, nil, err
 	}
 	if dryRun(f) {
-		return nil, errDryRun()
+		return nil, nil, errDryRun()
+	}
+	return ids, tags, nil
+}
+
+// changeTags answers a CreateTags or DeleteTags: it reads the request,
+// finds every resource (all or nothing: the first unknown one is the
+// error) and lets change edit their tags, under the lock.
+func (s *Server) changeTags(f url.Values, change func(targets []map[string]string, tags []requestTag) *apiError) *apiError {
+	ids, tags, err := tagRequest(f)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,23 +137,40 @@ func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
 	for _, id := range ids {
 		m, err := s.taggedLocked(id)
 		if err != nil {
-			return nil, err
-		}
-		n := len(m)
-		for _, t := range tags {
-			if _, ok := m[t.key]; !ok {
-				n++
-			}
-		}
-		if n > maxTagsPerResource {
-			return nil, errf(400, "TagLimitExceeded", "The maximum number of Tags for a resource has been reached.")
+			return err
 		}
 		targets = append(targets, m)
 	}
-	for _, m := range targets {
-		for _, t := range tags {
-			m[t.key] = t.value
+	return change(targets, tags)
+}
+
+// createTags is EC2 CreateTags: it adds or overwrites each tag on every
+// resource, all or nothing.
+func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
+	if len(list(f, "ResourceId")) > 0 && count(f, "Tag") == 0 {
+		return nil, errf(400, "MissingParameter", "The request must contain the parameter tagSet")
+	}
+	err := s.changeTags(f, func(targets []map[string]string, tags []requestTag) *apiError {
+		for _, m := range targets {
+			n := len(m)
+			for _, t := range tags {
+				if _, ok := m[t.key]; !ok {
+					n++
+				}
+			}
+			if n > maxTagsPerResource {
+				return errf(400, "TagLimitExceeded", "The maximum number of Tags for a resource has been reached.")
+			}
 		}
+		for _, m := range targets {
+			for _, t := range tags {
+				m[t.key] = t.value
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return returned("CreateTags", reqID), nil
 }
@@ -156,37 +181,22 @@ func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
 // at all deletes every user tag. Deleting a tag that is not there is not
 // an error.
 func (s *Server) deleteTags(f url.Values, reqID string) (any, *apiError) {
-	ids := list(f, "ResourceId")
-	if len(ids) == 0 {
-		return nil, errf(400, "MissingParameter", "The request must contain the parameter resourceIdSet")
-	}
-	tags, err := requestTags(f)
-	if err != nil {
-		return nil, err
-	}
-	if dryRun(f) {
-		return nil, errDryRun()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var targets []map[string]string
-	for _, id := range ids {
-		m, err := s.taggedLocked(id)
-		if err != nil {
-			return nil, err
-		}
-		targets = append(targets, m)
-	}
-	for _, m := range targets {
-		if len(tags) == 0 {
-			clear(m)
-			continue
-		}
-		for _, t := range tags {
-			if v, ok := m[t.key]; ok && (!t.hasValue || v == t.value) {
-				delete(m, t.key)
+	err := s.changeTags(f, func(targets []map[string]string, tags []requestTag) *apiError {
+		for _, m := range targets {
+			if len(tags) == 0 {
+				clear(m)
+				continue
+			}
+			for _, t := range tags {
+				if v, ok := m[t.key]; ok && (!t.hasValue || v == t.value) {
+					delete(m, t.key)
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return returned("DeleteTags", reqID), nil
 }
@@ -238,13 +248,8 @@ func volumeMatches(in *instance, v Volume, fs []filter) bool {
 			return false
 		case f.name == "attachment.instance-id" && !matchAny(f.values, in.id):
 			return false
-		case f.name == "tag-key" && !slices.ContainsFunc(slices.Collect(maps.Keys(v.Tags)), func(k string) bool { return matchAny(f.values, k) }):
+		case (f.name == "tag-key" || strings.HasPrefix(f.name, "tag:")) && !tagFilterMatches(f, v.Tags):
 			return false
-		case strings.HasPrefix(f.name, "tag:"):
-			tv, ok := v.Tags[strings.TrimPrefix(f.name, "tag:")]
-			if !ok || !matchAny(f.values, tv) {
-				return false
-			}
 		}
 	}
 	return true
@@ -262,4 +267,14 @@ func (s *Server) xvolumeLocked(in *instance, v Volume) xVolume {
 		VolumeType: v.Type, Encrypted: v.Encrypted, KMSKeyID: v.KMSKeyID, TagSet: xtags(v.Tags),
 		Attachments: []xVolumeAttachment{{VolumeID: v.ID, InstanceID: in.id, Device: v.Device, Status: attach,
 			AttachTime: at, DeleteOnTermination: true}}}
+}
+
+// tagFilterMatches is EC2's tag-key and tag:KEY filters on a resource's
+// tags: some key matches, or the key's value does.
+func tagFilterMatches(f filter, tags map[string]string) bool {
+	if f.name == "tag-key" {
+		return slices.ContainsFunc(slices.Collect(maps.Keys(tags)), func(k string) bool { return matchAny(f.values, k) })
+	}
+	v, ok := tags[strings.TrimPrefix(f.name, "tag:")]
+	return ok && matchAny(f.values, v)
 }
