@@ -178,7 +178,7 @@ func (e *ec2Model) adoptReadFields(in *ec2host.Instance) {
 // except while an imported instance is adopted: its state has no launch
 // arguments to compare with the configuration.
 
-const replaceUnlessImportedDesc = "Changing it replaces the host (an imported EC2 instance takes it in place on its first apply)."
+const replaceUnlessImportedDesc = "Changing it replaces the host (for an ec2 host it replaces the instance; an imported instance takes it in place on its first apply)."
 
 func replaceUnlessImportedString() planmodifier.String {
 	return stringplanmodifier.RequiresReplaceIf(func(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {

@@ -28,17 +28,30 @@ type launchJournal struct {
 // launchIgnored are the ec2 arguments that change in place, so a create's
 // identity leaves them out; every other argument replaces the instance.
 // (TestLaunchIgnoredAreInPlace keeps the list and the schema in step.)
-var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true, "host_key_wait": true}
+var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true, "host_key_wait": true, "tags": true}
 
 // launchKey names the entries of a create: a hash of its workspace, its
 // install_dir and every argument of its ec2 block that replaces the
 // instance. Computed attributes are unknown (or null) in every create's
-// plan and hash alike.
+// plan and hash alike, except tags_all, which the plan knows and which
+// changes in place. tags changed in place only from 0.3.0 on: it counts as
+// null, as it did for a create without tags before, so that the journal
+// entries of such creates keep their key.
 func launchKey(m *hostModel) string {
+	e := m.EC2
+	if e != nil {
+		c := *e
+		c.Tags = types.MapNull(types.StringType)
+		e = &c
+	}
+	ignore := map[string]bool{"tags_all": true}
+	for k := range launchIgnored {
+		ignore[k] = k != "tags"
+	}
 	return ec2host.LaunchKey(ec2host.Workspace(), struct {
 		InstallDir types.String `tfsdk:"install_dir"`
 		EC2        *ec2Model    `tfsdk:"ec2"`
-	}{m.InstallDir, m.EC2}, launchIgnored)
+	}{m.InstallDir, e}, ignore)
 }
 
 // noteKey records the key pair a create is about to import, before the

@@ -39,8 +39,10 @@ func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
 	inPlace := journalModel("m6i.metal", "/opt/pgbench")
 	inPlace.EC2.PollInterval, inPlace.EC2.HourlyPriceUSD = types.StringValue("1s"), types.Float64Value(9)
 	inPlace.EC2.HostKeyWait = types.StringValue("30m")
+	inPlace.EC2.Tags = stringMap(map[string]string{"project": "b"})
+	inPlace.EC2.TagsAll = stringMap(map[string]string{"project": "b", "team": "perf"})
 	if got := launchKey(inPlace); got != base {
-		t.Errorf("key with other poll_interval, hourly_price_usd and host_key_wait (in-place arguments) = %s, want %s", got, base)
+		t.Errorf("key with other poll_interval, hourly_price_usd, host_key_wait and tags (in-place arguments) = %s, want %s", got, base)
 	}
 	// Workspaces share the data directory; their instances are their own.
 	data := t.TempDir()
