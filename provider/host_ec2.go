@@ -77,6 +77,7 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			"by its id (see the import section).",
 		Validators: []validator.Object{
 			objectvalidator.AlsoRequires(fwpath.MatchRelative().AtName("instance_type")),
+			ec2KeyCredentials{},
 			ec2ExactlyOne{"ami", "image"},
 			ec2ExactlyOne{"security_group_ids", "ssh_cidrs"},
 		},
@@ -118,9 +119,14 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 			},
 			"key_name": schema.StringAttribute{
 				Optional: true, PlanModifiers: replaceS,
-				MarkdownDescription: "Existing EC2 key pair to launch with; set `private_key` too. Without it the provider " +
+				MarkdownDescription: "Existing EC2 key pair to launch with; set `private_key` too, or `agent = true`. Without it the provider " +
 					"generates an ed25519 key pair, imports it and deletes it on destroy.",
-				Validators: []validator.String{stringvalidator.AlsoRequires(fwpath.MatchRelative().AtParent().AtName("private_key"))},
+			},
+			"agent": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "With `key_name`: log in with the keys of the running ssh-agent (`SSH_AUTH_SOCK`) instead of " +
+					"`private_key`, so that no key is kept in the Terraform state. The agent must hold the key pair's private key " +
+					"wherever Terraform runs, including for refresh and destroy. Changes in place.",
 			},
 			"private_key": schema.StringAttribute{
 				Optional: true, Sensitive: true, PlanModifiers: replaceS,
@@ -778,12 +784,12 @@ func (e *ec2Model) connection(installDir string, id types.String) connectionMode
 		addr = e.PrivateIP.ValueString()
 	}
 	key := e.PrivateKey
-	if key.IsNull() || key.ValueString() == "" {
+	if (key.IsNull() || key.ValueString() == "") && !e.Agent.ValueBool() {
 		key = e.GeneratedPrivateKey
 	}
 	return connectionModel{
 		Mode: types.StringValue("ssh"), Host: types.StringValue(addr), Port: types.Int64Value(22), User: e.SSHUser,
-		PrivateKey: key, HostKey: e.HostKey,
+		PrivateKey: key, HostKey: e.HostKey, Agent: e.Agent,
 		BastionHost: types.StringNull(), BastionPort: types.Int64Null(), BastionUser: types.StringNull(),
 		BastionPrivateKey: types.StringNull(), BastionHostKey: types.StringNull(),
 		RunnerPath: types.StringValue(runnerclient.BinaryPath(installDir)), HostID: id,
@@ -895,6 +901,7 @@ type ec2Model struct {
 	SSHCIDRs            types.List          `tfsdk:"ssh_cidrs"`
 	KeyName             types.String        `tfsdk:"key_name"`
 	PrivateKey          types.String        `tfsdk:"private_key"`
+	Agent               types.Bool          `tfsdk:"agent"`
 	SSHUser             types.String        `tfsdk:"ssh_user"`
 	RootVolume          *ec2RootVolumeModel `tfsdk:"root_volume"`
 	AvailabilityZones   types.List          `tfsdk:"availability_zones"`
@@ -942,3 +949,37 @@ var (
 )
 
 var ec2InstanceIDPattern = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
+
+// ec2KeyCredentials checks how an ec2 block logs in with its key_name:
+// private_key or agent = true, exactly one, and neither without key_name
+// (a generated key pair brings its own key).
+type ec2KeyCredentials struct{}
+
+func (ec2KeyCredentials) Description(context.Context) string {
+	return "key_name needs exactly one of private_key and agent = true, which need key_name"
+}
+func (v ec2KeyCredentials) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (ec2KeyCredentials) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	a := req.ConfigValue.Attributes()
+	name, _ := a["key_name"].(types.String)
+	key, _ := a["private_key"].(types.String)
+	agent, _ := a["agent"].(types.Bool)
+	if name.IsUnknown() || key.IsUnknown() || agent.IsUnknown() {
+		return
+	}
+	switch hasName, hasKey, useAgent := !name.IsNull(), !key.IsNull(), agent.ValueBool(); {
+	case hasKey && useAgent:
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("agent"), "Conflicting SSH Credentials",
+			"The ec2 block sets both private_key and agent = true. Keep private_key, or remove it to log in through the ssh-agent at SSH_AUTH_SOCK.")
+	case hasName && !hasKey && !useAgent:
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("private_key"), "Missing SSH Credentials",
+			"The ec2 block names key_name but no way to log in with it: set private_key (e.g. file(\"~/.ssh/bench.pem\")), or agent = true "+
+				"to use the keys of the ssh-agent at SSH_AUTH_SOCK.")
+	case !hasName && (hasKey || useAgent):
+		resp.Diagnostics.AddAttributeError(req.Path.AtName("key_name"), "Missing Key Pair Name",
+			"The ec2 block sets private_key or agent but no key_name: name the EC2 key pair they belong to, or remove them to have a key pair generated.")
+	}
+}

@@ -50,7 +50,7 @@ func ec2ImportState(ctx context.Context, id, dir string, resp *resource.ImportSt
 	strs, lists := types.StringNull(), types.ListNull(types.StringType)
 	e := &ec2Model{
 		Region: strs, InstanceType: strs, AMI: strs, SubnetID: strs, VPCID: strs, SecurityGroupIDs: lists, SSHCIDRs: lists,
-		KeyName: strs, PrivateKey: strs, SSHUser: strs, AvailabilityZones: lists,
+		KeyName: strs, PrivateKey: strs, Agent: types.BoolNull(), SSHUser: strs, AvailabilityZones: lists,
 		Tags: types.MapNull(types.StringType), TagsAll: types.MapNull(types.StringType),
 		Owner: strs, MaxLifetime: strs, HourlyPriceUSD: types.Float64Null(), PollInterval: strs, HostKeyPolicy: strs, HostKeyWait: strs,
 		MetadataHTTPTokens: strs, MetadataHopLimit: types.Int64Null(), RootVolumeEncrypted: types.BoolNull(), RootVolumeKMSKeyID: strs,
@@ -101,12 +101,15 @@ func planEC2Import(ctx context.Context, req resource.ModifyPlanRequest, resp *re
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, u.at, u.v)...)
 	}
 	var key types.String
+	var agent types.Bool
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, fwpath.Root("ec2").AtName("private_key"), &key)...)
-	if key.IsNull() {
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, fwpath.Root("ec2").AtName("agent"), &agent)...)
+	if key.IsNull() && !agent.ValueBool() && !agent.IsUnknown() {
 		var id types.String
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, fwpath.Root("ec2").AtName("instance_id"), &id)...)
 		resp.Diagnostics.AddAttributeError(fwpath.Root("ec2").AtName("private_key"), "Imported EC2 Host Needs Its Key",
-			fmt.Sprintf("Instance %s was imported: set ec2.key_name and ec2.private_key to the key pair it was launched with. "+
+			fmt.Sprintf("Instance %s was imported: set ec2.key_name to the key pair it was launched with and ec2.private_key to its key "+
+				"(or agent = true with the key in the ssh-agent). "+
 				"The provider generates a key pair only for instances it launches itself.", id.ValueString()))
 	}
 }

@@ -22,8 +22,8 @@ import (
 )
 
 // TestAccEC2HostImport adopts two instances launched outside Terraform
-// with a key pair of their own: one with `terraform import`, one with an
-// import block. Import reads the instance (DescribeInstances); the first
+// with a key pair of their own: one with `terraform import` and the key in
+// the configuration, one with an import block and the key in an ssh-agent. Import reads the instance (DescribeInstances); the first
 // apply is an in-place update that pins the host key from the console,
 // logs in with the configured key and installs the runner; the plan after
 // it is empty, and destroy terminates both.
@@ -58,7 +58,9 @@ func TestAccEC2HostImport(t *testing.T) {
 		return in.ID
 	}
 	a, b := launch(), launch()
-	host := func(name string) string {
+	// The second instance's key is in an ssh-agent only: no key in state.
+	startSSHAgent(t, string(kp.PrivateKeyPEM))
+	host := func(name, key string) string {
 		return fmt.Sprintf(`
 resource "pgbench_host" %q {
   install_dir = %q
@@ -70,15 +72,15 @@ resource "pgbench_host" %q {
     }
     ssh_cidrs     = ["10.200.0.0/16"]
     key_name      = "adopt"
-    private_key   = file(%q)
+    %s
     poll_interval = "100ms"
     tags          = { project = "legacy" }
   }
 }
-`, name, filepath.Join(t.TempDir(), name), ec2TestImage, ec2TestOwner, keyFile)
+`, name, filepath.Join(t.TempDir(), name), ec2TestImage, ec2TestOwner, key)
 	}
-	one := ec2ProviderBlock(sim) + host("a")
-	both := one + host("b") + fmt.Sprintf(`
+	one := ec2ProviderBlock(sim) + host("a", fmt.Sprintf("private_key = file(%q)", keyFile))
+	both := one + host("b", "agent = true") + fmt.Sprintf(`
 import {
   to = pgbench_host.b
   id = %q
@@ -150,7 +152,9 @@ import {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("pgbench_host.a", plancheck.ResourceActionNoop),
 					plancheck.ExpectResourceAction("pgbench_host.b", plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: adopted("pgbench_host.b", b),
+				ConfigStateChecks: append(adopted("pgbench_host.b", b),
+					statecheck.ExpectKnownValue("pgbench_host.b", tfjsonpath.New("connection_info").AtMapKey("agent"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("pgbench_host.b", tfjsonpath.New("connection_info").AtMapKey("private_key"), knownvalue.Null())),
 			},
 			{
 				Config:           both,

@@ -28,7 +28,7 @@ type launchJournal struct {
 // launchIgnored are the ec2 arguments that change in place, so a create's
 // identity leaves them out; every other argument replaces the instance.
 // (TestLaunchIgnoredAreInPlace keeps the list and the schema in step.)
-var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true, "host_key_wait": true, "tags": true}
+var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": true, "host_key_wait": true, "tags": true, "agent": true}
 
 // launchKey names the entries of a create: a hash of its workspace, its
 // install_dir and every argument of its ec2 block that replaces the

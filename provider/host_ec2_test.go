@@ -353,6 +353,16 @@ func TestAccEC2HostValidation(t *testing.T) {
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["10.0.0.0/8"]
     host_key_wait = "ten minutes"`, `Invalid Duration`},
+		{"agent and private key", `instance_type = "m6i.metal"
+    ami = "ami-0123456789abcdef0"
+    ssh_cidrs = ["10.0.0.0/8"]
+    key_name = "bench"
+    private_key = "k"
+    agent = true`, `Conflicting SSH Credentials`},
+		{"agent without key name", `instance_type = "m6i.metal"
+    ami = "ami-0123456789abcdef0"
+    ssh_cidrs = ["10.0.0.0/8"]
+    agent = true`, `(?s)Missing Key Pair Name.*key_name`},
 		{"managed tag", `instance_type = "m6i.metal"
     ami = "ami-0123456789abcdef0"
     ssh_cidrs = ["10.0.0.0/8"]

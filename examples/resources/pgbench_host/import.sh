@@ -9,8 +9,8 @@ terraform import pgbench_host.box root@10.0.1.20:22,/opt/pgbench
 
 # A running EC2 instance, by its id (optionally ,INSTALL_DIR). Import reads
 # the instance (DescribeInstances); the configuration must have an ec2 block
-# with the instance's instance_type and its key pair (key_name and
-# private_key). The next apply is an in-place update that pins the host key
+# with the instance's instance_type and its key pair (key_name, and
+# private_key or agent = true with the key in the ssh-agent). The next apply is an in-place update that pins the host key
 # from the instance's console (host_key_policy), logs in with the key,
 # installs the runner and applies bootstrap and tuning; after it the plan is
 # empty. The launch arguments (image, subnet, security groups, root volume,
