@@ -150,6 +150,19 @@ func TestAdaptiveCampaign(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Execute: %v", err)
 			}
+			if len(res.Runs) != tt.wantRuns && firstStageNoisy(res, cfg) {
+				// This shared machine's TPS can fall by 4x from one run to
+				// the next (a build starting beside the test): such a step
+				// inside the first stage rightly keeps an easy cell going.
+				// The rule is what is tested, not the machine: measure once
+				// more, and fail only if the engine disagrees again.
+				t.Logf("the first stage's pairs need more than %d iterations on this machine: measuring once more", cfg.MinIterations)
+				cfg.OutDir, rec = scratch(t), recorder{}
+				seedData(t, cfg, "a")
+				if res, err = Execute(context.Background(), cfg, rec.on); err != nil {
+					t.Fatalf("Execute: %v", err)
+				}
+			}
 			for _, e := range rec.events {
 				t.Log(e.String())
 			}
@@ -196,4 +209,16 @@ func TestAdaptiveCampaign(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstStageNoisy says whether the first stage of res's one cell asked for
+// more pairs than that stage has, by the rule the engine applies.
+func firstStageNoisy(res *report.Results, c *Config) bool {
+	tps := map[string][]float64{}
+	for _, r := range res.Runs {
+		if r.Iteration <= c.MinIterations {
+			tps[r.Variant] = append(tps[r.Variant], r.TPS)
+		}
+	}
+	return report.TwoStageIterations(tps["a"], tps["b"], c.TargetCIPct, c.Alpha, math.MaxInt32) > c.MinIterations
 }

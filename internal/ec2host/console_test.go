@@ -37,7 +37,10 @@ func launchRunning(t *testing.T, c *ec2host.Client, name string) (*ec2host.Insta
 // TestHostKeysFromConsole: the fingerprint the console shows is the
 // sshd's, and a dial pinned to it connects.
 func TestHostKeysFromConsole(t *testing.T) {
-	sim, c := env(t, ec2sim.Options{ConsoleDelay: 500 * time.Millisecond})
+	// A console that stays empty for 2 s after running: long enough that
+	// this test polls it empty first even when a loaded machine returns
+	// from WaitRunning late.
+	sim, c := env(t, ec2sim.Options{ConsoleDelay: 2 * time.Second})
 	ctx := ctxFor(t, time.Minute)
 	run, kp := launchRunning(t, c, "k")
 	start := time.Now()

@@ -280,6 +280,13 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 			ownBy(t, p, u)
 		}
 	}
+	// SetEnv SHLVL=1: Debian's bash sources the user's ~/.bashrc for every
+	// command sshd runs through it (bash -c, at shell level 1), so each
+	// command a test sends pays for whatever this machine's root account
+	// starts there (a pyenv init here: 1-2 s a command, most of an SSH
+	// test's time). At level 2 bash leaves it out, as it does for a
+	// command run from a shell. The commands and what they run are the
+	// same; only that account's interactive setup is skipped.
 	cfg := fmt.Sprintf(`ListenAddress %s
 ListenAddress 127.0.0.1
 Port %d
@@ -295,6 +302,7 @@ StrictModes no
 AllowTcpForwarding yes
 MaxSessions 100
 MaxStartups 100
+SetEnv SHLVL=1
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
 `, h.Addr, h.Port, hostKeyFile, authKeys, filepath.Join(h.Dir, "sshd.pid"))
