@@ -68,6 +68,10 @@ type Options struct {
 	// HostWait is how the build waits for a measurement on the host to
 	// end before it compiles (see hostlock).
 	HostWait hostlock.Waiting
+	// Tree, with a git source, builds incrementally in this directory,
+	// which keeps the sources and objects of its last build (see
+	// tree.go): configure gets DependFlag, which the build key covers.
+	Tree string
 }
 
 // Source is the identity of the sources that were built.
@@ -99,6 +103,9 @@ type Result struct {
 	LogPath       string   `json:"log_path"`
 	// CCache says the build compiled through ccache (Options.CCacheDir).
 	CCache bool `json:"ccache,omitempty"`
+	// Incremental says make rebuilt what changed in a source tree built
+	// before (Options.Tree) rather than everything.
+	Incremental bool `json:"incremental,omitempty"`
 }
 
 // Progress receives each line of build output with its phase
@@ -418,6 +425,14 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	if opts.SystemBinDir != "" {
 		return Adopt(ctx, opts.SystemBinDir)
 	}
+	if opts.Tree != "" {
+		opts.ConfigureFlags = withDepend(opts.ConfigureFlags)
+		lock, err := lockTree(ctx, opts.Tree)
+		if err != nil {
+			return Result{}, err
+		}
+		defer lock.Close()
+	}
 	p, err := newPlan(ctx, opts, progress)
 	if err != nil {
 		return Result{}, err
@@ -446,6 +461,9 @@ func (o Options) checkSource() error {
 	if o.GitURL != "" && o.GitRef == "" {
 		return errors.New("build: git source needs a ref")
 	}
+	if o.Tree != "" && o.GitURL == "" {
+		return errors.New("build: an incremental build (tree) needs a git source")
+	}
 	return nil
 }
 
@@ -461,6 +479,10 @@ type plan struct {
 	patches []Patch
 	key     string
 	prefix  string
+	// treeID is the identity of an incremental build's tree state;
+	// patchedBuild the build-system files the patches change.
+	treeID       string
+	patchedBuild []string
 }
 
 // newPlan plans a build from a tarball or git source.
@@ -482,6 +504,7 @@ func newPlan(ctx context.Context, opts Options, progress Progress) (*plan, error
 		return nil, err
 	}
 	p.key = keyInputs{p.src.id(), contents, opts.ConfigureFlags, opts.CFlags, cc}.key()
+	p.treeID, p.patchedBuild = p.treeIdentity(cc), patchedBuildFiles(contents)
 	if p.prefix, err = opts.prefix(p.key); err != nil {
 		p.discard()
 		return nil, err
@@ -548,6 +571,14 @@ func (p *plan) identifySource(ctx context.Context) error {
 		p.src = Source{Kind: "tarball", Path: abs, SHA256: sum}
 		return nil
 	}
+	if p.opts.Tree != "" {
+		commit, err := p.fetchIntoTree(ctx)
+		if err != nil {
+			return err
+		}
+		p.src = Source{Kind: "git", URL: p.opts.GitURL, Commit: commit}
+		return nil
+	}
 	dir, err := os.MkdirTemp("", "pgbuild-git-")
 	if err != nil {
 		return fmt.Errorf("make git dir: %w", err)
@@ -609,6 +640,9 @@ func (p *plan) run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("build %s: %w", p.prefix, err)
 	}
 	defer host.Release()
+	if p.opts.Tree != "" {
+		return p.buildTree(ctx)
+	}
 	return p.build(ctx)
 }
 
@@ -653,7 +687,7 @@ func (p *plan) build(ctx context.Context) (Result, error) {
 	defer os.RemoveAll(work)
 	b := &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
 	if p.opts.CCacheDir != "" {
-		if b.env, err = ccacheEnv(p.opts.CCacheDir, work); err != nil {
+		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, work); err != nil {
 			return Result{}, err
 		}
 	}
@@ -853,9 +887,9 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 	return out.String(), nil
 }
 
-// gitFetch fetches exactly ref from url into dir and returns the commit.
-func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
-	git := func(args ...string) (string, error) {
+// gitRunner runs git in dir and returns its trimmed stdout.
+func gitRunner(ctx context.Context, dir string, progress Progress) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
 		progress("extract", "$ git "+strings.Join(args, " "))
 		res, err := remote.RunLocal(ctx, remote.Command{Args: append([]string{"git"}, args...), Dir: dir}, remote.LocalOptions{})
 		if err != nil {
@@ -863,6 +897,11 @@ func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (str
 		}
 		return strings.TrimSpace(string(res.Stdout)), nil
 	}
+}
+
+// gitFetch fetches exactly ref from url into dir and returns the commit.
+func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
+	git := gitRunner(ctx, dir, progress)
 	if _, err := git("init", "-q"); err != nil {
 		return "", err
 	}
