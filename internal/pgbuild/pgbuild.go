@@ -4,6 +4,7 @@
 package pgbuild
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -671,26 +672,12 @@ func (p *plan) finished() (*Result, error) {
 // stamp included, so a killed build leaves nothing behind that looks
 // finished.
 func (p *plan) build(ctx context.Context) (Result, error) {
-	logPath := p.prefix + ".log"
-	logFile, err := os.Create(logPath)
+	b, work, done, err := p.startWork(ctx, "")
 	if err != nil {
-		return Result{}, fmt.Errorf("create build log: %w", err)
+		return Result{}, err
 	}
-	defer logFile.Close()
-	work := p.prefix + ".work"
-	if err := os.RemoveAll(work); err != nil {
-		return Result{}, fmt.Errorf("remove stale %s: %w", work, err)
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return Result{}, fmt.Errorf("make %s: %w", work, err)
-	}
-	defer os.RemoveAll(work)
-	b := &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
-	if p.opts.CCacheDir != "" {
-		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, work); err != nil {
-			return Result{}, err
-		}
-	}
+	defer done()
+	logPath := b.logPath
 	srcDir, stage := filepath.Join(work, "src"), filepath.Join(work, "stage")
 	if err := p.extract(b, srcDir); err != nil {
 		return Result{}, err
@@ -716,6 +703,40 @@ func (p *plan) build(ctx context.Context) (Result, error) {
 		CCache:        p.opts.CCacheDir != "",
 	}
 	return r, p.install(ctx, &r, filepath.Join(stage, p.prefix))
+}
+
+// startWork makes the build's log and its work directory next to the
+// prefix (a stale one removed), and a builder that writes to the log, its
+// compiles through ccache when asked with the paths under ccacheBase (""
+// means the work directory) made relative. done closes the log and
+// removes the work directory.
+func (p *plan) startWork(ctx context.Context, ccacheBase string) (b *builder, work string, done func(), err error) {
+	logPath := p.prefix + ".log"
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("create build log: %w", err)
+	}
+	work = p.prefix + ".work"
+	done = func() {
+		logFile.Close()
+		os.RemoveAll(work)
+	}
+	if err := os.RemoveAll(work); err != nil {
+		logFile.Close()
+		return nil, "", nil, fmt.Errorf("remove stale %s: %w", work, err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		done()
+		return nil, "", nil, fmt.Errorf("make %s: %w", work, err)
+	}
+	b = &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
+	if p.opts.CCacheDir != "" {
+		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, cmp.Or(ccacheBase, work)); err != nil {
+			done()
+			return nil, "", nil, err
+		}
+	}
+	return b, work, done, nil
 }
 
 // extract puts the sources into srcDir: the fetched git tree, or the

@@ -231,27 +231,13 @@ func buildSystemFile(path string) bool {
 // buildTreeOnce builds the commit in the tree: from st, the tree's last
 // build, or from the start when st is nil.
 func (p *plan) buildTreeOnce(ctx context.Context, st *treeState) (Result, error) {
-	logFile, err := os.Create(p.prefix + ".log")
+	// Objects are hashed relative to the tree, so the tree's ccache hits
+	// are a fresh build's too.
+	b, work, done, err := p.startWork(ctx, p.opts.Tree)
 	if err != nil {
-		return Result{}, fmt.Errorf("create build log: %w", err)
+		return Result{}, err
 	}
-	defer logFile.Close()
-	work := p.prefix + ".work"
-	if err := os.RemoveAll(work); err != nil {
-		return Result{}, fmt.Errorf("remove stale %s: %w", work, err)
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return Result{}, fmt.Errorf("make %s: %w", work, err)
-	}
-	defer os.RemoveAll(work)
-	b := &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logFile.Name()}
-	if p.opts.CCacheDir != "" {
-		// Objects are hashed relative to the tree, so the tree's ccache
-		// hits are a fresh build's too.
-		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, p.opts.Tree); err != nil {
-			return Result{}, err
-		}
-	}
+	defer done()
 	src, stage := p.treeSrc(), filepath.Join(work, "stage")
 	clean := []string{"clean", "-fdq"}
 	if st == nil {
@@ -278,7 +264,7 @@ func (p *plan) buildTreeOnce(ctx context.Context, st *treeState) (Result, error)
 	}
 	r := Result{
 		BuildKey: p.key, Prefix: p.prefix, BinDir: filepath.Join(p.prefix, "bin"), ConfigureArgs: args,
-		Source: p.src, Patches: p.patches, LogPath: logFile.Name(), CCache: p.opts.CCacheDir != "", Incremental: st != nil,
+		Source: p.src, Patches: p.patches, LogPath: b.logPath, CCache: p.opts.CCacheDir != "", Incremental: st != nil,
 	}
 	if err := p.install(ctx, &r, filepath.Join(stage, p.prefix)); err != nil {
 		return Result{}, err
