@@ -141,6 +141,11 @@ func incrementalText(r *Result) string {
 	if first.Cached || first.Seconds <= 0 || len(later) == 0 {
 		return text
 	}
+	if first.Incremental {
+		// The tree held an earlier build: no build from the start to
+		// compare with.
+		return text + "; the tree held an earlier build, so the first build was incremental too"
+	}
 	mean := 0.0
 	for _, s := range later {
 		mean += s
