@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -46,7 +48,7 @@ func (c bisectCmd) flagSet(o *output, cfg *bisect.Config, f *bisectFlags) *pflag
 	fs.DurationVar(&cfg.Campaign.WaitHost, "wait-host", 0, waitHostUsage)
 	fs.BoolVar(&f.progressJSON, "progress-json", false, "progress events on stderr, one JSON object per line")
 	fs.BoolVar(&f.removeData, "remove-data", false, "stop the bisect's servers and delete its data directories (not the reports), then exit")
-	fs.BoolVar(&f.removeBuilds, "remove-builds", false, "with --remove-data: also remove the builds this bisect made (not those it reused)")
+	fs.BoolVar(&f.removeBuilds, "remove-builds", false, "with --remove-data: also remove the builds this bisect made (not those it reused) and the source trees it built them in")
 	fs.StringVar(&f.keepReportsAs, "keep-reports-as", "", "with --remove-data: then move OUT, with its reports, to this new directory, so that the same bisect runs again")
 	fs.BoolVar(&f.removeReports, "remove-reports", false, "with --remove-data: then remove OUT, reports included")
 	return fs
@@ -136,6 +138,7 @@ func removeBisect(ctx context.Context, out, dataDir string, f bisectFlags) (bise
 		return v, err
 	}
 	if f.removeBuilds {
+		trees := map[string]bool{}
 		for _, b := range builds {
 			if b.Cached || b.Error != "" || b.BinDir == "" {
 				continue
@@ -146,6 +149,19 @@ func removeBisect(ctx context.Context, out, dataDir string, f bisectFlags) (bise
 			}
 			if r.Removed {
 				v.Removed = append(v.Removed, r.Prefix)
+			}
+			if b.Tree != "" {
+				trees[b.Tree] = true
+			}
+		}
+		// The source trees it built in, unless a build holds one.
+		for _, tree := range slices.Sorted(maps.Keys(trees)) {
+			ok, err := pgbuild.RemoveTree(tree)
+			if err != nil {
+				return v, err
+			}
+			if ok {
+				v.Removed = append(v.Removed, tree)
 			}
 		}
 	}

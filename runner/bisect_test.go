@@ -175,6 +175,22 @@ func TestBisectFindsTheSlowCommit(t *testing.T) {
 			t.Errorf("step %d: build %+v, want a ccache build", st.N, st.Build)
 		}
 	}
+	// Built in one source tree: every build after the first that was not
+	// reused is incremental, and its time is in bisect.json to compare
+	// with the first's.
+	if !res.Build.Incremental {
+		t.Errorf("build settings %+v: want incremental", res.Build)
+	}
+	later := []bisect.Build{ep.Bad}
+	for _, st := range res.Steps {
+		later = append(later, st.Build)
+	}
+	for i, bl := range later {
+		if !ep.Good.Cached && !bl.Cached && (!bl.Incremental || bl.Seconds <= 0 || bl.Tree == "") {
+			t.Errorf("build %d after good: %+v, want an incremental build with its time", i+1, bl)
+		}
+		t.Logf("build %d after good: %.1fs (incremental %v, reused %v); good: %.1fs (reused %v)", i+1, bl.Seconds, bl.Incremental, bl.Cached, ep.Good.Seconds, ep.Good.Cached)
+	}
 	if len(res.Steps) < 2 || len(res.Steps) > 3 {
 		t.Errorf("%d steps for %d commits, want 2 or 3 (log2)", len(res.Steps), res.Commits)
 	}

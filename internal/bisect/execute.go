@@ -1,6 +1,7 @@
 package bisect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func (b *bisector) run(ctx context.Context) (*Result, error) {
 		SchemaVersion: SchemaVersion, GitURL: c.GitURL, Direction: c.Direction, Good: good, Bad: bad,
 		Commits: len(b.commits) - 1, Steps: []Step{}, Alpha: c.Campaign.Alpha, StepRounds: c.StepRounds,
 		Method:    report.AnalysisFor(c.Campaign.Order, c.Campaign.Alpha).Method(),
-		Build:     BuildSettings{ConfigureFlags: nonNil(c.Build.ConfigureFlags), CFlags: c.Build.CFlags, Patches: nonNil(c.Build.Patches), CCache: c.Build.CCacheDir != "", Root: c.Build.Root},
+		Build:     BuildSettings{ConfigureFlags: nonNil(c.Build.ConfigureFlags), CFlags: c.Build.CFlags, Patches: nonNil(c.Build.Patches), CCache: c.Build.CCacheDir != "", Root: c.Build.Root, Incremental: true},
 		StartedAt: j.startedAt, Command: c.Command, Dir: b.out,
 	}
 	b.phase("bisect %s: good %s %q, bad %s %q: %d commits between them, about %d steps",
@@ -308,6 +309,9 @@ func (b *bisector) build(ctx context.Context, commit Commit) (Build, error) {
 	opts := b.cfg.Build
 	opts.Patches = slices.Clone(opts.Patches)
 	opts.GitURL, opts.GitRef = b.mirror.dir, commit.Hash
+	// One source tree per repository and build settings: each step
+	// rebuilds what changed since the tree's last build.
+	opts.Tree = pgbuild.TreeDir(cmp.Or(opts.Root, pgbuild.DefaultRoot), b.cfg.GitURL, opts)
 	opts.HostWait = hostlock.Waiting{Limit: b.cfg.Campaign.WaitHost, Report: func(w hostlock.Wait) {
 		b.emit(campaign.Event{Event: campaign.EventWaiting, Message: w.Describe(), ElapsedSeconds: ptr(w.Waited.Seconds())})
 	}}
@@ -324,10 +328,13 @@ func (b *bisector) build(ctx context.Context, commit Commit) (Build, error) {
 	var patchErr *pgbuild.PatchError
 	switch {
 	case err == nil:
-		bl = Build{BuildKey: r.BuildKey, BinDir: r.BinDir, Seconds: r.Seconds, Cached: r.Cached, CCache: r.CCache, LogPath: r.LogPath}
+		bl = Build{BuildKey: r.BuildKey, BinDir: r.BinDir, Seconds: r.Seconds, Cached: r.Cached, CCache: r.CCache, Incremental: r.Incremental, Tree: opts.Tree, LogPath: r.LogPath}
 		how := "built"
-		if r.Cached {
+		switch {
+		case r.Cached:
 			how = "reused"
+		case r.Incremental:
+			how = "built incrementally"
 		}
 		b.phase("build %s: %s in %.1fs (%s)", commit.Short(), how, r.Seconds, r.BinDir)
 	case ctx.Err() != nil:

@@ -90,6 +90,9 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(&b, "- ccache: %v; builds in `%s`\n", r.Build.CCache, report.MarkdownCode(r.Build.Root))
 	fmt.Fprintf(&b, "- good: %s; bad: %s\n", buildText(r.Endpoints.Good), buildText(r.Endpoints.Bad))
+	if r.Build.Incremental {
+		fmt.Fprintf(&b, "- incremental: %s\n", incrementalText(r))
+	}
 
 	b.WriteString("\n## Time\n\n")
 	fmt.Fprintf(&b, "- total: %s; builds %s, measuring %s\n", report.HumanSeconds(r.WallSeconds), report.HumanSeconds(r.BuildSeconds), report.HumanSeconds(r.MeasureSeconds))
@@ -116,10 +119,48 @@ func buildText(bl Build) string {
 		return "failed"
 	case bl.Cached:
 		return "reused"
+	case bl.Incremental:
+		return fmt.Sprintf("%.0f s (incremental)", bl.Seconds)
 	case bl.CCache:
 		return fmt.Sprintf("%.0f s (ccache)", bl.Seconds)
 	}
 	return fmt.Sprintf("%.0f s", bl.Seconds)
+}
+
+// incrementalText compares the builds after the first (the endpoints' bad
+// and the steps') with the first, good's.
+func incrementalText(r *Result) string {
+	first := r.Endpoints.Good
+	var later []float64
+	for _, bl := range append([]Build{r.Endpoints.Bad}, stepBuilds(r.Steps)...) {
+		if !bl.Cached && bl.Error == "" && bl.BinDir != "" {
+			later = append(later, bl.Seconds)
+		}
+	}
+	text := "each commit built in one source tree, configured with `--enable-depend`"
+	if first.Cached || first.Seconds <= 0 || len(later) == 0 {
+		return text
+	}
+	if first.Incremental {
+		// The tree held an earlier build: no build from the start to
+		// compare with.
+		return text + "; the tree held an earlier build, so the first build was incremental too"
+	}
+	mean := 0.0
+	for _, s := range later {
+		mean += s
+	}
+	mean /= float64(len(later))
+	return fmt.Sprintf("%s; the first build %s, the %d after it %s on average (%.2f of the first)",
+		text, report.HumanSeconds(first.Seconds), len(later), report.HumanSeconds(mean), mean/first.Seconds)
+}
+
+func stepBuilds(steps []Step) []Build {
+	out := make([]Build, len(steps))
+	for i, st := range steps {
+		out[i] = st.Build
+	}
+	return out
 }
 
 func slowerFaster(direction string, bad bool) string {

@@ -93,6 +93,10 @@ type BuildSettings struct {
 	Patches        []string `json:"patches"`
 	CCache         bool     `json:"ccache"`
 	Root           string   `json:"root"`
+	// Incremental says the commits were built one after another in one
+	// source tree, configured with --enable-depend (which the build keys
+	// cover), each rebuilding what changed since the last.
+	Incremental bool `json:"incremental"`
 }
 
 // Endpoints is the check that good and bad differ in the direction asked.
@@ -121,6 +125,12 @@ type Build struct {
 	Cached bool `json:"cached"`
 	// CCache says it compiled through ccache.
 	CCache bool `json:"ccache"`
+	// Incremental says make rebuilt only what changed since the source
+	// tree's last build (Tree); Seconds is then that build's time, to
+	// compare with a build from the start (the first build's).
+	Incremental bool `json:"incremental"`
+	// Tree is the source tree it was built in.
+	Tree string `json:"tree,omitempty"`
 	// Error says why the commit did not build; LogPath has the details.
 	Error   string `json:"error,omitempty"`
 	LogPath string `json:"log_path,omitempty"`

@@ -21,8 +21,9 @@ var ccacheCompilers = []string{"cc", "gcc", "clang"}
 // compiler it finds after itself. Every build has its own work directory,
 // so CCACHE_BASEDIR makes the paths under it relative and CCACHE_NOHASHDIR
 // leaves the working directory out of the hash: the objects of one build
-// serve the next.
-func ccacheEnv(dir, work string) ([]string, error) {
+// serve the next. An incremental build's sources are in a tree of its
+// own: base is the directory whose paths are made relative.
+func ccacheEnv(dir, work, base string) ([]string, error) {
 	ccache, err := exec.LookPath("ccache")
 	if err != nil {
 		return nil, fmt.Errorf("ccache: %w", err)
@@ -46,7 +47,7 @@ func ccacheEnv(dir, work string) ([]string, error) {
 	return []string{
 		"PATH=" + path,
 		"CCACHE_DIR=" + dir,
-		"CCACHE_BASEDIR=" + work,
+		"CCACHE_BASEDIR=" + base,
 		"CCACHE_NOHASHDIR=1",
 	}, nil
 }

@@ -67,7 +67,7 @@ func TestCCacheEnv(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	work, cache := t.TempDir(), filepath.Join(t.TempDir(), "cache")
-	env, err := ccacheEnv(cache, work)
+	env, err := ccacheEnv(cache, work, work)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCCacheEnv(t *testing.T) {
 	}
 
 	t.Setenv("PATH", t.TempDir())
-	if _, err := ccacheEnv(cache, t.TempDir()); err == nil || !strings.Contains(err.Error(), "ccache") {
+	if _, err := ccacheEnv(cache, t.TempDir(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "ccache") {
 		t.Errorf("without ccache: err = %v, want one naming ccache", err)
 	}
 	if got := requiredTools(Options{GitURL: "/r", CCacheDir: cache}); !slices.Contains(got, "ccache") || !slices.Contains(got, "git") {

@@ -4,6 +4,7 @@
 package pgbuild
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -68,6 +69,10 @@ type Options struct {
 	// HostWait is how the build waits for a measurement on the host to
 	// end before it compiles (see hostlock).
 	HostWait hostlock.Waiting
+	// Tree, with a git source, builds incrementally in this directory,
+	// which keeps the sources and objects of its last build (see
+	// tree.go): configure gets DependFlag, which the build key covers.
+	Tree string
 }
 
 // Source is the identity of the sources that were built.
@@ -99,6 +104,9 @@ type Result struct {
 	LogPath       string   `json:"log_path"`
 	// CCache says the build compiled through ccache (Options.CCacheDir).
 	CCache bool `json:"ccache,omitempty"`
+	// Incremental says make rebuilt what changed in a source tree built
+	// before (Options.Tree) rather than everything.
+	Incremental bool `json:"incremental,omitempty"`
 }
 
 // Progress receives each line of build output with its phase
@@ -418,6 +426,14 @@ func Build(ctx context.Context, opts Options, progress Progress) (Result, error)
 	if opts.SystemBinDir != "" {
 		return Adopt(ctx, opts.SystemBinDir)
 	}
+	if opts.Tree != "" {
+		opts.ConfigureFlags = withDepend(opts.ConfigureFlags)
+		lock, err := lockTree(ctx, opts.Tree)
+		if err != nil {
+			return Result{}, err
+		}
+		defer lock.Close()
+	}
 	p, err := newPlan(ctx, opts, progress)
 	if err != nil {
 		return Result{}, err
@@ -446,6 +462,9 @@ func (o Options) checkSource() error {
 	if o.GitURL != "" && o.GitRef == "" {
 		return errors.New("build: git source needs a ref")
 	}
+	if o.Tree != "" && o.GitURL == "" {
+		return errors.New("build: an incremental build (tree) needs a git source")
+	}
 	return nil
 }
 
@@ -461,6 +480,10 @@ type plan struct {
 	patches []Patch
 	key     string
 	prefix  string
+	// treeID is the identity of an incremental build's tree state;
+	// patchedBuild the build-system files the patches change.
+	treeID       string
+	patchedBuild []string
 }
 
 // newPlan plans a build from a tarball or git source.
@@ -482,6 +505,7 @@ func newPlan(ctx context.Context, opts Options, progress Progress) (*plan, error
 		return nil, err
 	}
 	p.key = keyInputs{p.src.id(), contents, opts.ConfigureFlags, opts.CFlags, cc}.key()
+	p.treeID, p.patchedBuild = p.treeIdentity(cc), patchedBuildFiles(contents)
 	if p.prefix, err = opts.prefix(p.key); err != nil {
 		p.discard()
 		return nil, err
@@ -548,6 +572,14 @@ func (p *plan) identifySource(ctx context.Context) error {
 		p.src = Source{Kind: "tarball", Path: abs, SHA256: sum}
 		return nil
 	}
+	if p.opts.Tree != "" {
+		commit, err := p.fetchIntoTree(ctx)
+		if err != nil {
+			return err
+		}
+		p.src = Source{Kind: "git", URL: p.opts.GitURL, Commit: commit}
+		return nil
+	}
 	dir, err := os.MkdirTemp("", "pgbuild-git-")
 	if err != nil {
 		return fmt.Errorf("make git dir: %w", err)
@@ -609,6 +641,9 @@ func (p *plan) run(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("build %s: %w", p.prefix, err)
 	}
 	defer host.Release()
+	if p.opts.Tree != "" {
+		return p.buildTree(ctx)
+	}
 	return p.build(ctx)
 }
 
@@ -637,26 +672,12 @@ func (p *plan) finished() (*Result, error) {
 // stamp included, so a killed build leaves nothing behind that looks
 // finished.
 func (p *plan) build(ctx context.Context) (Result, error) {
-	logPath := p.prefix + ".log"
-	logFile, err := os.Create(logPath)
+	b, work, done, err := p.startWork(ctx, "")
 	if err != nil {
-		return Result{}, fmt.Errorf("create build log: %w", err)
+		return Result{}, err
 	}
-	defer logFile.Close()
-	work := p.prefix + ".work"
-	if err := os.RemoveAll(work); err != nil {
-		return Result{}, fmt.Errorf("remove stale %s: %w", work, err)
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return Result{}, fmt.Errorf("make %s: %w", work, err)
-	}
-	defer os.RemoveAll(work)
-	b := &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
-	if p.opts.CCacheDir != "" {
-		if b.env, err = ccacheEnv(p.opts.CCacheDir, work); err != nil {
-			return Result{}, err
-		}
-	}
+	defer done()
+	logPath := b.logPath
 	srcDir, stage := filepath.Join(work, "src"), filepath.Join(work, "stage")
 	if err := p.extract(b, srcDir); err != nil {
 		return Result{}, err
@@ -682,6 +703,40 @@ func (p *plan) build(ctx context.Context) (Result, error) {
 		CCache:        p.opts.CCacheDir != "",
 	}
 	return r, p.install(ctx, &r, filepath.Join(stage, p.prefix))
+}
+
+// startWork makes the build's log and its work directory next to the
+// prefix (a stale one removed), and a builder that writes to the log, its
+// compiles through ccache when asked with the paths under ccacheBase (""
+// means the work directory) made relative. done closes the log and
+// removes the work directory.
+func (p *plan) startWork(ctx context.Context, ccacheBase string) (b *builder, work string, done func(), err error) {
+	logPath := p.prefix + ".log"
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("create build log: %w", err)
+	}
+	work = p.prefix + ".work"
+	done = func() {
+		logFile.Close()
+		os.RemoveAll(work)
+	}
+	if err := os.RemoveAll(work); err != nil {
+		logFile.Close()
+		return nil, "", nil, fmt.Errorf("remove stale %s: %w", work, err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		done()
+		return nil, "", nil, fmt.Errorf("make %s: %w", work, err)
+	}
+	b = &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
+	if p.opts.CCacheDir != "" {
+		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, cmp.Or(ccacheBase, work)); err != nil {
+			done()
+			return nil, "", nil, err
+		}
+	}
+	return b, work, done, nil
 }
 
 // extract puts the sources into srcDir: the fetched git tree, or the
@@ -853,9 +908,9 @@ func (b *builder) run(phase, dir string, env []string, name string, args ...stri
 	return out.String(), nil
 }
 
-// gitFetch fetches exactly ref from url into dir and returns the commit.
-func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
-	git := func(args ...string) (string, error) {
+// gitRunner runs git in dir and returns its trimmed stdout.
+func gitRunner(ctx context.Context, dir string, progress Progress) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
 		progress("extract", "$ git "+strings.Join(args, " "))
 		res, err := remote.RunLocal(ctx, remote.Command{Args: append([]string{"git"}, args...), Dir: dir}, remote.LocalOptions{})
 		if err != nil {
@@ -863,6 +918,11 @@ func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (str
 		}
 		return strings.TrimSpace(string(res.Stdout)), nil
 	}
+}
+
+// gitFetch fetches exactly ref from url into dir and returns the commit.
+func gitFetch(ctx context.Context, dir, url, ref string, progress Progress) (string, error) {
+	git := gitRunner(ctx, dir, progress)
 	if _, err := git("init", "-q"); err != nil {
 		return "", err
 	}
