@@ -1,0 +1,193 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// clientHostConfig is an A/A campaign whose pgbench runs on h, whose
+// sshd the test machine reaches at h.Addr; the servers run here, and so
+// listen on h.HostAddr, the address h reaches this machine by.
+func clientHostConfig(t *testing.T, h *testhost.Host, bin string) *Config {
+	return &Config{
+		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
+		Settings: map[string]string{"shared_buffers": "32MB"},
+		Mode:     "select-only", Scale: 1, Clients: []int{1, 2}, Duration: time.Second, Iterations: 2, Counters: true,
+		OutDir:     scratch(t),
+		ClientHost: "root@" + net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), ClientHostKey: h.HostKeyLine, ClientBinDir: bin,
+		ClientKey: h.ClientKeyPEM,
+	}
+}
+
+// netnsOf is the network namespace inode of pid ("" when it is gone).
+func netnsOf(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	return strconv.FormatUint(st.Ino, 10)
+}
+
+// pgbenchWatch samples, until stop, where every pgbench process of the
+// machine runs: in the namespace ns, or elsewhere.
+type pgbenchWatch struct {
+	mu        sync.Mutex
+	inside    int
+	elsewhere []string
+}
+
+func (w *pgbenchWatch) run(ns string, ours func(cmdline string) bool, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		procs, _ := filepath.Glob("/proc/[0-9]*/comm")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil || strings.TrimSpace(string(b)) != "pgbench" {
+				continue
+			}
+			// Only this campaign's: other tests may run pgbench meanwhile.
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+			if !ours(string(cmdline)) {
+				continue
+			}
+			got := netnsOf(filepath.Join(filepath.Dir(p), "ns", "net"))
+			w.mu.Lock()
+			if got == ns {
+				w.inside++
+			} else if got != "" {
+				w.elsewhere = append(w.elsewhere, filepath.Dir(p))
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// TestClientHostCampaign runs an A/A campaign (loaded over the network,
+// two client counts) with its pgbench on a client host: every pgbench
+// runs in the client host's namespace, the servers listen on the address
+// the client host reaches them by and admit only its address, the results
+// name the client host and the round trip of each cell, the password is
+// in no file of the campaign, and after the campaign nothing listens.
+func TestClientHostCampaign(t *testing.T) {
+	bin := needPostgres(t)
+	h := testhost.New(t)
+	cfg := clientHostConfig(t, h, bin)
+	stop := make(chan struct{})
+	var w pgbenchWatch
+	done := make(chan struct{})
+	go func() {
+		w.run(netnsOf("/run/netns/"+h.Namespace), func(cmdline string) bool {
+			// A pgbench of the campaign reaches its server at h.HostAddr over
+			// the network, or through a socket under its directory.
+			return strings.Contains(cmdline, h.HostAddr) || strings.Contains(cmdline, filepath.Dir(cfg.OutDir))
+		}, stop)
+		close(done)
+	}()
+	res, err := Execute(context.Background(), cfg, nil)
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if w.inside == 0 || len(w.elsewhere) > 0 {
+		t.Errorf("pgbench seen %d times in the client host's namespace and in %v elsewhere; want only in the client's", w.inside, w.elsewhere)
+	}
+	if c := res.Client; c == nil || c.Address != h.Addr || c.ServerAddress != h.HostAddr || c.CPUs < 1 || c.Kernel == "" || !strings.Contains(c.PgbenchVersion, "pgbench") {
+		t.Errorf("results' client = %+v, want address %s, server address %s and its facts", c, h.Addr, h.HostAddr)
+	}
+	if len(res.Cells) != 2 || len(res.Runs) != 8 {
+		t.Fatalf("%d cells, %d runs, want 2 and 8", len(res.Cells), len(res.Runs))
+	}
+	for _, c := range res.Cells {
+		if len(c.Comparisons) != 1 || c.Comparisons[0].Verdict == "" {
+			t.Errorf("cell %d: comparisons %+v, want a verdict", c.Clients, c.Comparisons)
+		}
+	}
+	for _, r := range res.Runs {
+		if r.NetworkRTTMS <= 0 || r.TPS <= 0 || r.LoggedTransactions <= 0 || r.Client == nil || r.Client.CPUSeconds <= 0 {
+			t.Errorf("run %d: rtt %v ms, tps %v, %d logged, client %+v: want all measured on the client host", r.Seq, r.NetworkRTTMS, r.TPS, r.LoggedTransactions, r.Client)
+		}
+	}
+	for _, v := range res.Variants {
+		if got := v.Settings["listen_addresses"]; got != h.HostAddr {
+			t.Errorf("variant %s listen_addresses = %q, want %s", v.Name, got, h.HostAddr)
+		}
+		hba, err := os.ReadFile(filepath.Join(v.DataDir, "pg_hba.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var host []string
+		for _, l := range strings.Split(string(hba), "\n") {
+			if strings.HasPrefix(l, "host") {
+				host = append(host, l)
+			}
+		}
+		want := "host all postgres " + h.Addr + "/32 scram-sha-256"
+		if n := strings.Count(string(hba), want); n != 1 {
+			t.Errorf("variant %s pg_hba.conf has %q %d times, want once:\n%s", v.Name, want, n, hba)
+		}
+	}
+	// The password was never written down: no file of the campaign holds
+	// a 48-digit hex string beside PASSWORD or PGPASSWORD.
+	filepath.Walk(cfg.OutDir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() || strings.HasSuffix(p, ".gz") || strings.Contains(p, "/data/") {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "PGPASSWORD=") || strings.Contains(strings.ToUpper(string(b)), "PASSWORD '") {
+			t.Errorf("%s holds a password", p)
+		}
+		return nil
+	})
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(h.HostAddr, "5432"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("a server still listens on %s:5432 after the campaign", h.HostAddr)
+	}
+}
+
+// TestClientHostRefusals: a client bin dir without pgbench is refused
+// before anything starts, and a client host that cannot reach the server
+// is an error naming both addresses, before any measured run.
+func TestClientHostRefusals(t *testing.T) {
+	bin := needPostgres(t)
+	h := testhost.New(t)
+
+	cfg := clientHostConfig(t, h, bin)
+	cfg.ClientBinDir = t.TempDir()
+	_, err := Execute(context.Background(), cfg, nil)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Path.Flag != "client-bin-dir" || !strings.Contains(err.Error(), "no pgbench") {
+		t.Errorf("client bin dir without pgbench: %v, want a validation error at client-bin-dir", err)
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.OutDir, "data")); !os.IsNotExist(serr) {
+		t.Errorf("a refused campaign made %s/data (%v)", cfg.OutDir, serr)
+	}
+
+	// The client host's connections to PostgreSQL's port are refused by a
+	// routing rule; its SSH still works.
+	h.Exec(t, "ip", "rule", "add", "ipproto", "tcp", "dport", "5432", "prohibit")
+	cfg = clientHostConfig(t, h, bin)
+	var rec recorder
+	_, err = Execute(context.Background(), cfg, rec.on)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the server at "+h.HostAddr+":5432") || !strings.Contains(err.Error(), h.Addr) {
+		t.Errorf("unreachable server: %v, want an error naming %s and %s:5432", err, h.Addr, h.HostAddr)
+	}
+	if n := rec.count(EventRunDone); n != 0 {
+		t.Errorf("%d runs done before the error, want none", n)
+	}
+}
