@@ -191,3 +191,43 @@ func TestClientHostRefusals(t *testing.T) {
 		t.Errorf("%d runs done before the error, want none", n)
 	}
 }
+
+// TestCheckClient: the client host's part of a definition is checked with
+// the rest, each fault at its flag.
+func TestCheckClient(t *testing.T) {
+	base := func() *Config {
+		c := &Config{Variants: []Variant{{Name: "a", BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Scale: 1, Clients: []int{1}, Duration: time.Second, Iterations: 3,
+			ClientHost: "root@10.0.0.2:22", ClientHostKey: "SHA256:k", ClientBinDir: "/c/bin"}
+		c.Defaults()
+		return c
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("a complete client host: %v", err)
+	}
+	for _, tc := range []struct {
+		name, flag, want string
+		change           func(*Config)
+	}{
+		{"bin dir without host", "client-bin-dir", "applies only with", func(c *Config) { c.ClientHost = "" }},
+		{"host without bin dir", "client-bin-dir", "needs --client-bin-dir", func(c *Config) { c.ClientBinDir = "" }},
+		{"host without host key", "client-host-key", "needs --client-host-key", func(c *Config) { c.ClientHostKey = "" }},
+		{"bad port", "client-host", "is not a port number", func(c *Config) { c.ClientHost = "root@h:99999" }},
+		{"no host", "client-host", "want [user@]host[:port]", func(c *Config) { c.ClientHost = "root@" }},
+		{"tpcc", "client-host", "pgbench modes only", func(c *Config) { c.Mode, c.Warehouses = ModeTPCC, 1 }},
+		{"client pinning", "client-numa", "unpinned", func(c *Config) { c.ClientNUMA = "cpunodebind=1" }},
+	} {
+		c := base()
+		tc.change(c)
+		errs := ValidationErrors(c.Validate())
+		if len(errs) != 1 || errs[0].Path.Flag != tc.flag || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: %v, want one error at --%s saying %q", tc.name, errs, tc.flag, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, user, host string }{
+		{"10.0.0.2", "root", "10.0.0.2"}, {"bench@h:2222", "bench", "h"}, {"[fd00::2]:22", "root", "fd00::2"},
+	} {
+		if u, h, _, err := ParseClientHost(tc.in); err != nil || u != tc.user || h != tc.host {
+			t.Errorf("ParseClientHost(%q) = %q, %q, %v; want %q, %q", tc.in, u, h, err, tc.user, tc.host)
+		}
+	}
+}
