@@ -78,8 +78,9 @@ func (w *pgbenchWatch) run(ns string, ours func(cmdline string) bool, stop <-cha
 }
 
 // TestClientHostCampaign runs an A/A campaign (loaded over the network,
-// two client counts) with its pgbench on a client host: every pgbench
-// runs in the client host's namespace, the servers listen on the address
+// two client counts) with its pgbench on a client host, killed with
+// SIGKILL mid-run and resumed: the runs journaled before the kill are
+// kept, every pgbench runs in the client host's namespace, the servers listen on the address
 // the client host reaches them by and admit only its address, the results
 // name the client host and the round trip of each cell, the password is
 // in no file of the campaign, and after the campaign nothing listens.
@@ -98,11 +99,29 @@ func TestClientHostCampaign(t *testing.T) {
 		}, stop)
 		close(done)
 	}()
+	// The child process reads the client host's key from a file.
+	cfg.ClientKeyFile = filepath.Join(t.TempDir(), "client_key")
+	if err := os.WriteFile(cfg.ClientKeyFile, h.ClientKeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ClientKey = nil
+	before := killMidCampaign(t, cfg, 3, 8)
+	j, err := openJournal(cfg.OutDir, cfg.definition(), false, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := j.Runs
+	j.Close()
 	res, err := Execute(context.Background(), cfg, nil)
 	close(stop)
 	<-done
 	if err != nil {
-		t.Fatalf("Execute: %v", err)
+		t.Fatalf("Execute after the kill: %v", err)
+	}
+	for _, r := range res.Runs {
+		if e, ok := earlier[r.Seq]; ok && e.StartedAt != r.StartedAt {
+			t.Errorf("run %d was measured again after the kill; %d runs were journaled before it", r.Seq, before)
+		}
 	}
 	if w.inside == 0 || len(w.elsewhere) > 0 {
 		t.Errorf("pgbench seen %d times in the client host's namespace and in %v elsewhere; want only in the client's", w.inside, w.elsewhere)
