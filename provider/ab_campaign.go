@@ -23,7 +23,6 @@ func abConfig(ctx context.Context, m *abBenchmarkModel) (*campaign.Config, campa
 	c, r := campaignConfig(ctx, &m.campaignModel)
 	r.variants(c, m)
 	r.observe(c, m.Observe)
-	r.client(c, m.Client)
 	c.Defaults()
 	return c, r.u, r.d
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/runnerclient"
 )
 
 // campaignClientModel is the optional client block: the host every pgbench
@@ -102,17 +103,20 @@ func (r *campaignReader) client(c *campaign.Config, m *campaignClientModel) {
 	c.ClientKeyFile = "-"
 }
 
-// clientKey is the client host's private key, for the runner's standard
-// input; nil without a client block.
-func clientKey(ctx context.Context, m *campaignClientModel) ([]byte, error) {
+// feed gives the runner rc the client host's private key on its standard
+// input (the campaign's --client-key-file -); without a client block it
+// does nothing. ok is false after a diagnostic.
+func (m *campaignClientModel) feed(ctx context.Context, rc *runnerclient.Client, d *diag.Diagnostics) (ok bool) {
 	if m == nil || m.HostConnection.IsNull() {
-		return nil, nil
+		return true
 	}
 	conn, err := connectionFromObject(ctx, m.HostConnection)
 	if err != nil {
-		return nil, err
+		d.AddAttributeError(path.Root("client").AtName("host_connection"), "Invalid Client Host", err.Error())
+		return false
 	}
-	return []byte(conn.PrivateKey.ValueString()), nil
+	rc.Stdin = []byte(conn.PrivateKey.ValueString())
+	return true
 }
 
 // checkClientHost refuses a client block whose host is the server's own,

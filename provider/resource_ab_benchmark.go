@@ -273,13 +273,8 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	// journal; a server killed mid-shutdown would keep its huge pages.
 	rc := conn.runner(ex)
 	rc.OnEvent, rc.OnStderr, rc.KillGrace = prog.event, prog.line, campaignStopGrace
-	if cfg.ClientHost != "" {
-		key, err := clientKey(ctx, plan.Client)
-		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("client").AtName("host_connection"), "Invalid Client Host", err.Error())
-			return
-		}
-		rc.Stdin = key
+	if !plan.Client.feed(ctx, &rc, &resp.Diagnostics) {
+		return
 	}
 	err = rc.Run(ctx, &doc, full...)
 	for _, w := range prog.warnings {
@@ -523,24 +518,23 @@ type abBenchmarkModel struct {
 	Connection types.Object `tfsdk:"host_connection"`
 	Variants   types.List   `tfsdk:"variant"`
 	campaignModel
-	Observe           *abObserveModel      `tfsdk:"observe"`
-	Client            *campaignClientModel `tfsdk:"client"`
-	Results           types.List           `tfsdk:"results"`
-	SummaryMarkdown   types.String         `tfsdk:"summary_markdown"`
-	ReportDir         types.String         `tfsdk:"report_dir"`
-	LocalDir          types.String         `tfsdk:"local_dir"`
-	KeepOnHost        types.Bool           `tfsdk:"keep_on_host"`
-	LocalReportDir    types.String         `tfsdk:"local_report_dir"`
-	LocalFiles        types.Map            `tfsdk:"local_files"`
-	StartedAt         types.String         `tfsdk:"started_at"`
-	FinishedAt        types.String         `tfsdk:"finished_at"`
-	WallSeconds       types.Float64        `tfsdk:"wall_seconds"`
-	HourlyPriceUSD    types.Float64        `tfsdk:"hourly_price_usd"`
-	CostUSD           types.Float64        `tfsdk:"cost_usd"`
-	Sysinfo           types.String         `tfsdk:"sysinfo"`
-	HugePagesObserved types.Map            `tfsdk:"huge_pages_observed"`
-	Warnings          types.List           `tfsdk:"warnings"`
-	Timeouts          timeouts.Value       `tfsdk:"timeouts"`
+	Observe           *abObserveModel `tfsdk:"observe"`
+	Results           types.List      `tfsdk:"results"`
+	SummaryMarkdown   types.String    `tfsdk:"summary_markdown"`
+	ReportDir         types.String    `tfsdk:"report_dir"`
+	LocalDir          types.String    `tfsdk:"local_dir"`
+	KeepOnHost        types.Bool      `tfsdk:"keep_on_host"`
+	LocalReportDir    types.String    `tfsdk:"local_report_dir"`
+	LocalFiles        types.Map       `tfsdk:"local_files"`
+	StartedAt         types.String    `tfsdk:"started_at"`
+	FinishedAt        types.String    `tfsdk:"finished_at"`
+	WallSeconds       types.Float64   `tfsdk:"wall_seconds"`
+	HourlyPriceUSD    types.Float64   `tfsdk:"hourly_price_usd"`
+	CostUSD           types.Float64   `tfsdk:"cost_usd"`
+	Sysinfo           types.String    `tfsdk:"sysinfo"`
+	HugePagesObserved types.Map       `tfsdk:"huge_pages_observed"`
+	Warnings          types.List      `tfsdk:"warnings"`
+	Timeouts          timeouts.Value  `tfsdk:"timeouts"`
 }
 
 // abVariantAttrTypes are the attribute types of a variant block.

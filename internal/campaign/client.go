@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
@@ -173,12 +174,14 @@ func (c *Config) clientKey() ([]byte, error) {
 		// The ssh-agent, if any, holds it.
 		return nil, nil
 	case "-":
-		b, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read the client host's key from standard input: %w", err)
+		// Read once per process: a bisect runs a campaign (a copy of its
+		// Config) per round.
+		stdinKey.once.Do(func() { stdinKey.b, stdinKey.err = io.ReadAll(os.Stdin) })
+		if stdinKey.err != nil {
+			return nil, fmt.Errorf("read the client host's key from standard input: %w", stdinKey.err)
 		}
-		c.ClientKey = b
-		return b, nil
+		c.ClientKey = stdinKey.b
+		return stdinKey.b, nil
 	}
 	b, err := os.ReadFile(c.ClientKeyFile)
 	if err != nil {
@@ -186,6 +189,13 @@ func (c *Config) clientKey() ([]byte, error) {
 	}
 	c.ClientKey = b
 	return b, nil
+}
+
+// stdinKey is the client host's key as standard input gave it.
+var stdinKey struct {
+	once sync.Once
+	b    []byte
+	err  error
 }
 
 // upload writes a small file into the campaign's directory on the client.
