@@ -3,13 +3,8 @@ package provider
 import (
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,54 +56,6 @@ resource "pgbench_ab_benchmark" "ab" {
 				Steps:                    []tfresource.TestStep{{Config: cfg(tc.client), PlanOnly: true, ExpectError: regexp.MustCompile(tc.want)}},
 			})
 		})
-	}
-}
-
-// netnsInode is the inode of a network namespace file.
-func netnsInode(path string) uint64 {
-	var st syscall.Stat_t
-	if syscall.Stat(path, &st) != nil {
-		return 0
-	}
-	return st.Ino
-}
-
-// procWatch records, while an apply runs, in which network namespace each
-// pgbench and each postgres of the campaign runs.
-type procWatch struct {
-	mu                    sync.Mutex
-	pgbenchIn, postgresIn map[uint64]int
-}
-
-func (w *procWatch) run(markers []string, stop <-chan struct{}) {
-	w.pgbenchIn, w.postgresIn = map[uint64]int{}, map[uint64]int{}
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-		comms, _ := filepath.Glob("/proc/[0-9]*/comm")
-		for _, p := range comms {
-			b, _ := os.ReadFile(p)
-			comm := strings.TrimSpace(string(b))
-			if comm != "pgbench" && comm != "postgres" {
-				continue
-			}
-			proc := filepath.Dir(p)
-			cmdline, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
-			if !slices.ContainsFunc(markers, func(m string) bool { return strings.Contains(string(cmdline), m) }) {
-				continue
-			}
-			ns := netnsInode(filepath.Join(proc, "ns", "net"))
-			w.mu.Lock()
-			if comm == "pgbench" {
-				w.pgbenchIn[ns]++
-			} else {
-				w.postgresIn[ns]++
-			}
-			w.mu.Unlock()
-		}
 	}
 }
 
@@ -185,15 +132,10 @@ resource "pgbench_ab_benchmark" "ab" {
 		clientDir, client.Addr, client.ClientKeyPEM, client.HostKeyLine,
 		systemPGBin, systemPGBin, localDir)
 
-	var w procWatch
-	stop, done := make(chan struct{}), make(chan struct{})
 	// Every process of the campaign names the server's address (pgbench
 	// -h) or a data directory under the server's install dir (postgres -D).
-	go func() {
-		w.run([]string{server.Addr, serverDir}, stop)
-		close(done)
-	}()
-	serverNS, clientNS := netnsInode("/run/netns/"+server.Namespace), netnsInode("/run/netns/"+client.Namespace)
+	w := testhost.WatchProcesses([]string{"pgbench", "postgres"}, []string{server.Addr, serverDir})
+	serverNS, clientNS := server.NetnsInode(), client.NetnsInode()
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -207,15 +149,12 @@ resource "pgbench_ab_benchmark" "ab" {
 		Steps: []tfresource.TestStep{{
 			Config: config,
 			Check: func(*terraform.State) error {
-				close(stop)
-				<-done
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if w.pgbenchIn[clientNS] == 0 || len(w.pgbenchIn) != 1 {
-					return fmt.Errorf("pgbench seen in namespaces %v; want only the client host's (%d)", w.pgbenchIn, clientNS)
+				seen := w.Stop()
+				if pgbench := seen["pgbench"]; pgbench[clientNS] == 0 || len(pgbench) != 1 {
+					return fmt.Errorf("pgbench seen in namespaces %v; want only the client host's (%d)", pgbench, clientNS)
 				}
-				if w.postgresIn[serverNS] == 0 || len(w.postgresIn) != 1 {
-					return fmt.Errorf("postgres seen in namespaces %v; want only the server's (%d)", w.postgresIn, serverNS)
+				if postgres := seen["postgres"]; postgres[serverNS] == 0 || len(postgres) != 1 {
+					return fmt.Errorf("postgres seen in namespaces %v; want only the server's (%d)", postgres, serverNS)
 				}
 				res, err := readResults(filepath.Join(localDir, "results.json"))
 				if err != nil {

@@ -105,7 +105,7 @@ uname -r
 nproc
 awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo
 sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1
-mktemp -d /tmp/pgbench-client.XXXXXX`
+mkdir -p -m 700 "$2" && echo "$2"`
 
 // connectClient reaches the client host, learns the addresses and facts,
 // checks its pgbench and takes its host lock. Everything it refuses, it
@@ -127,7 +127,10 @@ func (e *engine) connectClient(ctx context.Context) error {
 	}
 	cs := &clientSide{ex: ex, name: cfg.ClientHost, bin: cfg.ClientBinDir}
 	e.client = cs
-	res, err := ex.Run(ctx, remote.Command{Args: []string{"sh", "-c", clientProbe, "sh", cfg.ClientBinDir}})
+	// The campaign's directory there is named by its key, so a campaign
+	// resumed after a kill takes up (and at its end removes) the one the
+	// killed process left.
+	res, err := ex.Run(ctx, remote.Command{Args: []string{"sh", "-c", clientProbe, "sh", cfg.ClientBinDir, "/tmp/pgbench-client-" + cfg.Key()}})
 	if err != nil {
 		return fmt.Errorf("client host %s: %w", cfg.ClientHost, err)
 	}

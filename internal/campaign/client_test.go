@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,75 +28,21 @@ func clientHostConfig(t *testing.T, h *testhost.Host, bin string) *Config {
 	}
 }
 
-// netnsOf is the network namespace inode of pid ("" when it is gone).
-func netnsOf(path string) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return ""
-	}
-	return strconv.FormatUint(st.Ino, 10)
-}
-
-// pgbenchWatch samples, until stop, where every pgbench process of the
-// machine runs: in the namespace ns, or elsewhere.
-type pgbenchWatch struct {
-	mu        sync.Mutex
-	inside    int
-	elsewhere []string
-}
-
-func (w *pgbenchWatch) run(ns string, ours func(cmdline string) bool, stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-		procs, _ := filepath.Glob("/proc/[0-9]*/comm")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err != nil || strings.TrimSpace(string(b)) != "pgbench" {
-				continue
-			}
-			// Only this campaign's: other tests may run pgbench meanwhile.
-			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-			if !ours(string(cmdline)) {
-				continue
-			}
-			got := netnsOf(filepath.Join(filepath.Dir(p), "ns", "net"))
-			w.mu.Lock()
-			if got == ns {
-				w.inside++
-			} else if got != "" {
-				w.elsewhere = append(w.elsewhere, filepath.Dir(p))
-			}
-			w.mu.Unlock()
-		}
-	}
-}
-
 // TestClientHostCampaign runs an A/A campaign (loaded over the network,
 // two client counts) with its pgbench on a client host, killed with
 // SIGKILL mid-run and resumed: the runs journaled before the kill are
-// kept, every pgbench runs in the client host's namespace, the servers listen on the address
-// the client host reaches them by and admit only its address, the results
-// name the client host and the round trip of each cell, the password is
-// in no file of the campaign, and after the campaign nothing listens.
+// kept, every pgbench runs in the client host's namespace, the servers
+// listen on the address the client host reaches them by and admit only
+// its address, the results name the client host and the round trip of
+// each cell, the password is in no file of the campaign, and after the
+// campaign nothing listens.
 func TestClientHostCampaign(t *testing.T) {
 	bin := needPostgres(t)
 	h := testhost.New(t)
 	cfg := clientHostConfig(t, h, bin)
-	stop := make(chan struct{})
-	var w pgbenchWatch
-	done := make(chan struct{})
-	go func() {
-		w.run(netnsOf("/run/netns/"+h.Namespace), func(cmdline string) bool {
-			// A pgbench of the campaign reaches its server at h.HostAddr over
-			// the network, or through a socket under its directory.
-			return strings.Contains(cmdline, h.HostAddr) || strings.Contains(cmdline, filepath.Dir(cfg.OutDir))
-		}, stop)
-		close(done)
-	}()
+	// A pgbench of the campaign reaches its server at h.HostAddr over the
+	// network, or through a socket under its directory.
+	w := testhost.WatchProcesses([]string{"pgbench"}, []string{h.HostAddr, filepath.Dir(cfg.OutDir)})
 	// The child process reads the client host's key from a file.
 	cfg.ClientKeyFile = filepath.Join(t.TempDir(), "client_key")
 	if err := os.WriteFile(cfg.ClientKeyFile, h.ClientKeyPEM, 0o600); err != nil {
@@ -113,8 +57,7 @@ func TestClientHostCampaign(t *testing.T) {
 	earlier := j.Runs
 	j.Close()
 	res, err := Execute(context.Background(), cfg, nil)
-	close(stop)
-	<-done
+	seen := w.Stop()["pgbench"]
 	if err != nil {
 		t.Fatalf("Execute after the kill: %v", err)
 	}
@@ -123,8 +66,8 @@ func TestClientHostCampaign(t *testing.T) {
 			t.Errorf("run %d was measured again after the kill; %d runs were journaled before it", r.Seq, before)
 		}
 	}
-	if w.inside == 0 || len(w.elsewhere) > 0 {
-		t.Errorf("pgbench seen %d times in the client host's namespace and in %v elsewhere; want only in the client's", w.inside, w.elsewhere)
+	if ns := h.NetnsInode(); seen[ns] == 0 || len(seen) != 1 {
+		t.Errorf("pgbench seen in network namespaces %v; want only in the client host's (%d)", seen, ns)
 	}
 	if c := res.Client; c == nil || c.Address != h.Addr || c.ServerAddress != h.HostAddr || c.CPUs < 1 || c.Kernel == "" || !strings.Contains(c.PgbenchVersion, "pgbench") {
 		t.Errorf("results' client = %+v, want address %s, server address %s and its facts", c, h.Addr, h.HostAddr)
@@ -176,6 +119,10 @@ func TestClientHostCampaign(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", net.JoinHostPort(h.HostAddr, "5432"), time.Second); err == nil {
 		c.Close()
 		t.Errorf("a server still listens on %s:5432 after the campaign", h.HostAddr)
+	}
+	// The directory the killed process left on the client host is gone too.
+	if _, err := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(err) {
+		t.Errorf("the campaign's directory on the client host is left after it (%v)", err)
 	}
 }
 
