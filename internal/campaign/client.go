@@ -322,7 +322,7 @@ func (e *engine) admitClient(ctx context.Context, vs *variantState) error {
 	}
 	args := vs.cluster.PsqlArgs("")
 	cmd := vs.cluster.Command(nil, "psql", args[:len(args)-2]...)
-	cmd.Stdin = strings.NewReader(fmt.Sprintf("SET log_statement = 'none';\nALTER ROLE %s PASSWORD '%s';\n", ClientUser, e.client.password))
+	cmd.Stdin = strings.NewReader(fmt.Sprintf("SET log_statement = 'none';\nSET log_min_duration_statement = -1;\nALTER ROLE %s PASSWORD '%s';\n", ClientUser, e.client.password))
 	if _, err := vs.cluster.Run(ctx, cmd); err != nil {
 		return fmt.Errorf("variant %s: set the client host's password: %w", vs.Name, err)
 	}
