@@ -156,13 +156,14 @@ func (cs *clientSide) readProbe(out string) error {
 	if len(conn) != 4 {
 		return fmt.Errorf("client host %s: SSH_CONNECTION is %q, want 4 fields", cs.name, lines[0])
 	}
+	// Known first, so that a refused campaign removes it too.
+	cs.work = lines[6]
 	if lines[1] == "" {
 		return Invalid(at("client-bin-dir"), "Incomplete Client Bin Dir", "client host %s: %s has no pgbench", cs.name, cs.bin)
 	}
 	cs.facts = report.ClientHost{Address: conn[2], ServerAddress: conn[0], PgbenchVersion: lines[1], Kernel: lines[2], CPUModel: lines[5]}
 	cs.facts.CPUs, _ = strconv.Atoi(lines[3])
 	cs.facts.MemoryBytes, _ = strconv.ParseInt(lines[4], 10, 64)
-	cs.work = lines[6]
 	return nil
 }
 

@@ -143,6 +143,9 @@ func TestClientHostRefusals(t *testing.T) {
 	if _, serr := os.Stat(filepath.Join(cfg.OutDir, "data")); !os.IsNotExist(serr) {
 		t.Errorf("a refused campaign made %s/data (%v)", cfg.OutDir, serr)
 	}
+	if _, serr := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(serr) {
+		t.Errorf("a refused campaign left its directory on the client host (%v)", serr)
+	}
 
 	// The client host's connections to PostgreSQL's port are refused by a
 	// routing rule; its SSH still works.
