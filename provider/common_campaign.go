@@ -41,6 +41,7 @@ type campaignModel struct {
 	Order      types.String           `tfsdk:"order"`
 	Seed       types.Int64            `tfsdk:"seed"`
 	Alpha      types.Float64          `tfsdk:"alpha"`
+	Client     *campaignClientModel   `tfsdk:"client"`
 }
 
 type campaignWorkloadModel struct {
@@ -119,6 +120,7 @@ func campaignConfig(ctx context.Context, m *campaignModel) (*campaign.Config, *c
 	c.Settings = r.settings(m.Settings, path.Root("settings"))
 	r.workload(c, m.Workload)
 	r.runs(c, m)
+	r.client(c, m.Client)
 	return c, r
 }
 

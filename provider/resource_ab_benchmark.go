@@ -151,6 +151,7 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 				},
 			},
 			"workload": campaignWorkloadBlock(),
+			"client":   campaignClientBlock(),
 			"observe": schema.SingleNestedBlock{
 				MarkdownDescription: "What each measured run records beside its TPS, to explain a difference: counters (on by default), " +
 					"wait events, the client's CPU use (a client-bound run is flagged and warned about) and, on request, perf profiles of the server " +
@@ -198,6 +199,7 @@ func (r *abBenchmarkResource) ValidateConfig(ctx context.Context, req resource.V
 	c, unknown, diags := abConfig(ctx, &m)
 	resp.Diagnostics.Append(diags...)
 	abValidate(c, unknown, &resp.Diagnostics)
+	checkClientHost(m.Connection, m.Client, &resp.Diagnostics)
 	if w := m.Workload; w != nil {
 		// The fewest iterations with a test: 3 pairs, or 4 runs per side
 		// when a randomized order leaves the runs unpaired.
@@ -271,6 +273,9 @@ func (r *abBenchmarkResource) Create(ctx context.Context, req resource.CreateReq
 	// journal; a server killed mid-shutdown would keep its huge pages.
 	rc := conn.runner(ex)
 	rc.OnEvent, rc.OnStderr, rc.KillGrace = prog.event, prog.line, campaignStopGrace
+	if !plan.Client.feed(ctx, &rc, &resp.Diagnostics) {
+		return
+	}
 	err = rc.Run(ctx, &doc, full...)
 	for _, w := range prog.warnings {
 		resp.Diagnostics.AddWarning("Campaign Warning", w)

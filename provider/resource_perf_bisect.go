@@ -118,6 +118,7 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 		Attributes: attrs,
 		Blocks: map[string]schema.Block{
 			"workload": campaignWorkloadBlock(),
+			"client":   campaignClientBlock(),
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
 		},
 	}
@@ -145,6 +146,7 @@ func (r *perfBisectResource) ValidateConfig(ctx context.Context, req resource.Va
 	c, unknown, diags := bisectConfig(ctx, &m)
 	resp.Diagnostics.Append(diags...)
 	bisectValidate(c, unknown, &resp.Diagnostics)
+	checkClientHost(m.Connection, m.Client, &resp.Diagnostics)
 }
 
 func (r *perfBisectResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -202,6 +204,9 @@ func (r *perfBisectResource) Create(ctx context.Context, req resource.CreateRequ
 	rc := conn.runner(ex)
 	rc.OnEvent = func(e campaign.Event) { bisectEvent(prog, e) }
 	rc.OnStderr, rc.KillGrace = prog.line, campaignStopGrace
+	if !plan.Client.feed(ctx, &rc, &resp.Diagnostics) {
+		return
+	}
 	var doc json.RawMessage
 	err := rc.Run(ctx, &doc, args...)
 	for _, w := range prog.warnings {

@@ -73,6 +73,14 @@ func TestPerfBisectValidation(t *testing.T) {
     mode    = "nope"
   }`, diagPattern("Unknown Workload Mode", `workload.mode: unknown pgbench mode "nope"`)},
 		{"no workload", refs, "", "Missing Workload"},
+		{"client is the server", refs + `
+  client {
+    host_connection = {
+      mode        = "local"
+      runner_path = "/nonexistent/pgbench-runner"
+    }
+    bin_dir = "/usr/lib/postgresql/15/bin"
+  }`, bisectWorkload, `(?s)Client Host Is The Server's Host`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

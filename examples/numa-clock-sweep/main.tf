@@ -213,6 +213,12 @@ variable "server_numa" {
   default     = "cpunodebind=0,membind=0"
 }
 
+variable "client_instance_type" {
+  description = "EC2 instance type of an optional client host that runs every pgbench over the network, so the metal host's CPUs, caches and memory bandwidth serve PostgreSQL alone (null: pgbench runs on the metal host). See the guide for when to use it."
+  type        = string
+  default     = null
+}
+
 provider "pgbench" {
   aws {
     region                 = var.region
@@ -310,6 +316,48 @@ resource "pgbench_postgres_build" "system" {
   }
 }
 
+# The optional client host: the same image and zones as the metal host, and
+# the stock build, so its pgbench is of the servers' major version.
+resource "pgbench_host" "client" {
+  count       = var.client_instance_type == null ? 0 : 1
+  install_dir = var.install_dir
+
+  ec2 {
+    instance_type = var.client_instance_type
+    image {
+      name   = var.image_name
+      owners = [var.image_owner]
+    }
+    availability_zones = var.availability_zones
+    ssh_cidrs          = var.ssh_cidrs
+    ssh_user           = var.ssh_user
+    max_lifetime       = var.max_lifetime
+    poll_interval      = var.poll_interval
+    tags = {
+      project = "numa-clock-sweep"
+      role    = "client"
+    }
+  }
+
+  tuning {
+    cpu_governor = "performance"
+  }
+}
+
+resource "pgbench_postgres_build" "client" {
+  count           = var.client_instance_type == null ? 0 : 1
+  host_connection = pgbench_host.client[0].connection_info
+  source {
+    tarball = var.postgres_tarball
+    sha256  = var.postgres_sha256
+  }
+  install_deps = true
+
+  timeouts {
+    create = "90m"
+  }
+}
+
 locals {
   stock_bin_dir   = local.build ? pgbench_postgres_build.stock[0].bin_dir : pgbench_postgres_build.system[0].bin_dir
   patched_bin_dir = local.build ? pgbench_postgres_build.patched[0].bin_dir : pgbench_postgres_build.system[0].bin_dir
@@ -357,6 +405,14 @@ resource "pgbench_ab_benchmark" "read_only" {
   server_numa = var.server_numa
   order       = "alternate"
 
+  dynamic "client" {
+    for_each = var.client_instance_type == null ? [] : [1]
+    content {
+      host_connection = pgbench_host.client[0].connection_info
+      bin_dir         = pgbench_postgres_build.client[0].bin_dir
+    }
+  }
+
   timeouts {
     create = "12h"
   }
@@ -396,6 +452,14 @@ resource "pgbench_ab_benchmark" "read_write" {
   server_numa = var.server_numa
   order       = "alternate"
 
+  dynamic "client" {
+    for_each = var.client_instance_type == null ? [] : [1]
+    content {
+      host_connection = pgbench_host.client[0].connection_info
+      bin_dir         = pgbench_postgres_build.client[0].bin_dir
+    }
+  }
+
   timeouts {
     create = "12h"
   }
@@ -406,6 +470,7 @@ resource "pgbench_ab_benchmark" "read_write" {
 # TPC-C last: write-heavy, where the clock sweep is not what limits the
 # server, so the patch must simply not make it slower. The verdict is on
 # NOPM; the check below warns on any cell where patched is slower.
+# TPC-C runs its driver on the metal host even with a client host.
 resource "pgbench_ab_benchmark" "tpcc" {
   host_connection  = pgbench_host.metal.connection_info
   settings         = local.settings

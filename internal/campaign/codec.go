@@ -61,6 +61,10 @@ func BindFlags(fs *pflag.FlagSet, c *Config) *Flags {
 	fs.Int64Var(&f.seed, "seed", 0, u("seed"))
 	fs.StringVar(&c.ServerNUMA, "server-numa", "", u("server-numa"))
 	fs.StringVar(&c.ClientNUMA, "client-numa", "", u("client-numa"))
+	fs.StringVar(&c.ClientHost, "client-host", "", u("client-host"))
+	fs.StringVar(&c.ClientHostKey, "client-host-key", "", u("client-host-key"))
+	fs.StringVar(&c.ClientBinDir, "client-bin-dir", "", u("client-bin-dir"))
+	fs.StringVar(&c.ClientKeyFile, "client-key-file", "", u("client-key-file"))
 	fs.StringVar(&c.SamplingRate, "sampling-rate", "", u("sampling-rate"))
 	fs.BoolVar(&c.Counters, "counters", false, u("counters"))
 	fs.DurationVar(&c.WaitSampleInterval, "wait-sample-interval", 0, u("wait-sample-interval"))
@@ -221,6 +225,15 @@ func (c *Config) Args() []string {
 	}
 	add("server-numa", c.ServerNUMA)
 	add("client-numa", c.ClientNUMA)
+	// Only a campaign with a client host names one: the others keep the
+	// arguments (and so the key) they had before.
+	for _, f := range []struct{ flag, v string }{
+		{"client-host", c.ClientHost}, {"client-host-key", c.ClientHostKey}, {"client-bin-dir", c.ClientBinDir}, {"client-key-file", c.ClientKeyFile},
+	} {
+		if f.v != "" {
+			add(f.flag, f.v)
+		}
+	}
 	add("sampling-rate", c.SamplingRate)
 	add("counters", strconv.FormatBool(c.Counters))
 	add("wait-sample-interval", c.WaitSampleInterval.String())
@@ -293,6 +306,9 @@ func (c *Config) definitionArgs() []byte {
 	// Alpha changes the verdicts, not the measurement: a campaign at
 	// another alpha is the same campaign, recomputed (pgbench-runner compare).
 	d.OutDir, d.DataDir, d.Alpha = "", "", 0
+	// How the client host is reached is not what it is: its key and the
+	// host key it presents may change, the campaign does not.
+	d.ClientHostKey, d.ClientKeyFile = "", ""
 	// What a run observes at its defaults leaves the key as it was before
 	// it could be chosen, so a campaign started by an earlier version
 	// resumes in the same directory.

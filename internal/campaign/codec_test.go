@@ -57,6 +57,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			CheckpointBefore: true, Restart: RestartCell, Order: OrderRandomized, Seed: -42, SeedSet: true,
 			ServerNUMA: "cpunodebind=0,membind=0", ClientNUMA: "physcpubind=1,3", SamplingRate: "0.25", Alpha: 0.001,
 			OutDir: "/var/lib/pgbench/campaigns/0123456789abcdef", DataDir: "/data, big", Clone: true,
+			ClientHost: "bench@[fd00::2]:2222", ClientHostKey: "ssh-ed25519 AAAAC3Nz key, with=odd chars", ClientBinDir: "/opt/pg client/bin", ClientKeyFile: "-",
 		}},
 		{"seed zero set", &Config{Variants: []Variant{{Name: "a", BinDir: "/b"}, {Name: "b", BinDir: "/b"}}, Scale: 1, Clients: []int{1},
 			Duration: time.Second, Iterations: 1, Order: OrderRandomized, SeedSet: true}},
@@ -225,6 +226,7 @@ func TestFields(t *testing.T) {
 	d.IterationsAuto, d.TargetCIPct, d.MinIterations, d.MaxIterations = true, 1, 6, 30
 	d.Variants = []Variant{{Name: "a", BinDir: "/b", Settings: map[string]string{"k": "v"}}}
 	d.Settings = map[string]string{"k": "v"}
+	d.ClientHost, d.ClientHostKey, d.ClientBinDir, d.ClientKeyFile = "h", "SHA256:k", "/c", "-"
 	written := map[string]bool{}
 	for _, a := range d.Args() {
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -263,6 +265,21 @@ func TestKey(t *testing.T) {
 	if other.Key() != key {
 		t.Errorf("Key changed with alpha")
 	}
+	// How the client host is reached (its key file, the host key it
+	// presents) is not what the campaign is; the host and its bin dir are.
+	client := func() *Config {
+		c := base()
+		c.ClientHost, c.ClientHostKey, c.ClientBinDir = "root@10.0.0.2:22", "SHA256:one", "/c/bin"
+		return c
+	}
+	reached := client()
+	reached.ClientHostKey, reached.ClientKeyFile = "SHA256:two", "/root/.ssh/id_ed25519"
+	if reached.Key() != client().Key() {
+		t.Errorf("Key changed with the client host's key file or host key")
+	}
+	if client().Key() == key {
+		t.Errorf("Key did not change with a client host")
+	}
 	for name, change := range map[string]func(*Config){
 		"variant setting": func(c *Config) { c.Variants[0].Settings["work_mem"] = "8MB" },
 		"variant bin":     func(c *Config) { c.Variants[1].BinDir = "/y" },
@@ -278,6 +295,7 @@ func TestKey(t *testing.T) {
 		"iterations":      func(c *Config) { c.Iterations = 6 },
 		"protocol":        func(c *Config) { c.Protocol = "prepared" },
 		"warmup":          func(c *Config) { c.Warmup = time.Second },
+		"client bin dir":  func(c *Config) { c.ClientHost, c.ClientBinDir = "h", "/c" },
 		"checkpoint":      func(c *Config) { c.CheckpointBefore = true },
 		"restart":         func(c *Config) { c.Restart = RestartRun },
 		"order":           func(c *Config) { c.Order = OrderRandomized },

@@ -89,6 +89,17 @@ type Config struct {
 	// dashes, comma separated: "cpunodebind=0,membind=0".
 	ServerNUMA string
 	ClientNUMA string
+	// ClientHost, when set, is the host every pgbench runs on, reached
+	// over SSH as [user@]host[:port], its key pinned by ClientHostKey;
+	// ClientBinDir is its directory with pgbench (see client.go).
+	ClientHost    string
+	ClientHostKey string
+	ClientBinDir  string
+	// ClientKeyFile is where the SSH private key of the client host is
+	// read ("-": standard input) unless ClientKey holds it: how this
+	// process reaches the host, not part of the campaign.
+	ClientKeyFile string
+	ClientKey     []byte `json:"-"`
 	// SamplingRate is the share of transactions a measured run logs: a
 	// fraction in (0, 1], or "auto" (see samplingRate).
 	SamplingRate string

@@ -65,6 +65,10 @@ type engine struct {
 	// loads data, exclusive while it measures.
 	host     *hostlock.Lock
 	hostMode hostlock.Mode
+	// client is the client host, for a campaign with one; cellRTT the
+	// round trip to it measured before each cell, by client count.
+	client  *clientSide
+	cellRTT map[int]float64
 }
 
 func (e *engine) warn(format string, args ...any) {
@@ -90,6 +94,12 @@ func Execute(ctx context.Context, cfg *Config, onEvent func(Event)) (*report.Res
 	e, err := newEngine(ctx, cfg, onEvent)
 	if err != nil {
 		return nil, err
+	}
+	defer e.closeClient()
+	if cfg.ClientHost != "" {
+		if err := e.connectClient(ctx); err != nil {
+			return nil, err
+		}
 	}
 	closeOut, err := e.openOut()
 	if err != nil {
@@ -182,6 +192,7 @@ func (e *engine) setUp(ctx context.Context, steps []Step) error {
 	}
 	for _, v := range cfg.Variants {
 		vs := &variantState{Variant: v, settings: cfg.settingsFor(v), observed: "unknown"}
+		e.clientSettings(vs.settings)
 		if o, ok := e.journal.HugePages[v.Name]; ok {
 			vs.observed = o
 		}
@@ -202,6 +213,7 @@ func (e *engine) setUp(ctx context.Context, steps []Step) error {
 		if err := e.version(ctx, vs); err != nil {
 			return err
 		}
+		e.checkClientVersion(vs)
 		// A finished campaign only rebuilds its reports: no data needed.
 		if missing == 0 {
 			continue
@@ -464,7 +476,13 @@ func (e *engine) prepare(ctx context.Context, i int, vs *variantState) error {
 		}
 	} else {
 		e.phase("load %s: pgbench -i -s %d", vs.Name, e.cfg.Scale)
-		res, err := c.Run(ctx, c.Command(nil, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...))
+		var res remote.Result
+		var err error
+		if e.client != nil {
+			_, _, res, err = e.clientPgbench(ctx, vs, pgbench.InitArgs(e.cfg.Scale), "")
+		} else {
+			res, err = c.Run(ctx, c.Command(nil, "pgbench", append(pgbench.InitArgs(e.cfg.Scale), e.connArgs(vs)...)...))
+		}
 		if err != nil {
 			return fmt.Errorf("variant %s: load with pgbench -i -s %d: %w", vs.Name, e.cfg.Scale, shortStderr(err, res))
 		}
@@ -518,6 +536,9 @@ func (e *engine) stopRunning(ctx context.Context) error {
 // from the pool: no silent fallback.
 func (e *engine) start(ctx context.Context, vs *variantState) error {
 	pool := hugepages.ReadCounters()
+	if err := e.openToClient(vs); err != nil {
+		return err
+	}
 	if err := vs.cluster.Start(ctx); err != nil {
 		var he *pgctl.HugePagesError
 		if errors.As(err, &he) {
@@ -539,9 +560,11 @@ func (e *engine) start(ctx context.Context, vs *variantState) error {
 	}
 	vs.observed = observed
 	if e.journal != nil {
-		return e.journal.RecordHugePages(vs.Name, observed)
+		if err := e.journal.RecordHugePages(vs.Name, observed); err != nil {
+			return err
+		}
 	}
-	return nil
+	return e.admitClient(ctx, vs)
 }
 
 // runStep executes one measured run.
@@ -573,6 +596,9 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 			return nil, fmt.Errorf("variant %s: warmup: %w", vs.Name, err)
 		}
 	}
+	if err := e.measureRTT(ctx, vs, st.Clients); err != nil {
+		return nil, err
+	}
 	if e.cfg.CheckpointBefore {
 		if _, err := vs.cluster.Psql(ctx, "CHECKPOINT"); err != nil {
 			return nil, fmt.Errorf("variant %s: checkpoint: %w", vs.Name, err)
@@ -598,6 +624,7 @@ func (e *engine) runStep(ctx context.Context, st Step, prev *Step) (*report.Run,
 		return nil, err
 	}
 	r.Seq, r.Variant, r.Clients, r.Iteration, r.StartedAt, r.LogDir = st.Seq, st.Variant, st.Clients, st.Iteration, started, rel
+	r.NetworkRTTMS = e.cellRTT[st.Clients]
 	if r.Seconds == 0 {
 		r.Seconds = client.Duration.Seconds()
 	}
@@ -728,6 +755,9 @@ func summarizeRunLogs(dir string) (*pgbench.LogSummary, error) {
 // (file names prefixed with name). onStart (may be nil) gets the pid of
 // the pgbench process; the Result carries its wall and CPU time.
 func (e *engine) pgbench(ctx context.Context, vs *variantState, args []string, dir, name string, onStart func(pid int)) (stdout, stderrText string, res remote.Result, err error) {
+	if e.client != nil {
+		return e.clientPgbenchKept(ctx, vs, args, dir, name)
+	}
 	wrap := append(append([]string{}, e.cfg.ClientPrefix...), e.clientWrap...)
 	cmd := vs.cluster.Command(wrap, "pgbench", append(args, e.connArgs(vs)...)...)
 	cmd.OnStart = onStart
@@ -799,6 +829,9 @@ func (e *engine) results(ctx context.Context, start time.Time) (*report.Results,
 		return nil, err
 	}
 	res.Warnings = append(append([]string{}, e.warnings...), res.Warnings...)
+	if e.client != nil {
+		res.Client = &e.client.facts
+	}
 	facts := cfg.HostFacts
 	if facts == nil {
 		facts = func(context.Context) (any, error) { return sysinfo.Read("/") }

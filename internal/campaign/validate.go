@@ -119,6 +119,7 @@ func (c *Config) Validate() error {
 	c.checkIterations(&f)
 	c.checkOrder(&f)
 	c.checkObserve(&f)
+	c.checkClient(&f)
 	f = append(f, c.checkConnections()...)
 	if !(c.Alpha > 0 && c.Alpha <= 0.5) {
 		f.add(at("alpha"), "Invalid Alpha", "%v must be more than 0 and at most 0.5", c.Alpha)

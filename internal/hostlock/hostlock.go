@@ -35,6 +35,13 @@ const DefaultDir = "/run/lock/pgbench-runner"
 // DirEnv overrides DefaultDir (tests).
 const DirEnv = "PGBENCH_RUNNER_LOCK_DIR"
 
+// ClientFile is the lock a campaign that runs pgbench on another host
+// holds there, with flock(1), while it lasts: two campaigns cannot share a
+// client host. It is a file of its own, beside the host's lock, so a
+// client host may be a host that measures too (and test hosts, which share
+// one file system, do not lock each other out).
+const ClientFile = DefaultDir + "/client.lock"
+
 const (
 	lockName     = "host.lock"
 	holderPrefix = "holder."

@@ -37,6 +37,9 @@ type Results struct {
 	// verbatim so everything that could explain a difference travels with
 	// the numbers.
 	Sysinfo any `json:"sysinfo,omitempty"`
+	// Client is the host that ran pgbench when it was not the server's
+	// (a campaign with a client host); nil otherwise.
+	Client *ClientHost `json:"client,omitempty"`
 	// Warnings are things a reviewer should know (client and server share
 	// CPUs, too few iterations for significance, runs that drifted).
 	Warnings []string `json:"warnings,omitempty"`
@@ -299,6 +302,10 @@ type Run struct {
 	Variant   string `json:"variant"`
 	Clients   int    `json:"clients"`
 	Iteration int    `json:"iteration"` // 1-based
+	// NetworkRTTMS is the round trip between the client host and the
+	// server, measured before the run's cell (a query's round trip over a
+	// fresh connection's steady state); 0 when pgbench ran on the server.
+	NetworkRTTMS float64 `json:"network_rtt_ms,omitempty"`
 	// TPS is transactions per second; for TPC-C, of every type.
 	TPS float64 `json:"tps"`
 	// NOPM and TPM are TPC-C's new orders and transactions per minute;
@@ -348,4 +355,17 @@ type Run struct {
 	// out of the statistics.
 	Profiled bool   `json:"profiled,omitempty"`
 	Profile  string `json:"profile,omitempty"`
+}
+
+// ClientHost is the host that ran pgbench for a campaign with a client
+// host: its address as the server saw it, the server's address as it
+// reached it, its pgbench and its facts.
+type ClientHost struct {
+	Address        string `json:"address"`
+	ServerAddress  string `json:"server_address"`
+	PgbenchVersion string `json:"pgbench_version"`
+	Kernel         string `json:"kernel"`
+	CPUModel       string `json:"cpu_model,omitempty"`
+	CPUs           int    `json:"cpus"`
+	MemoryBytes    int64  `json:"memory_bytes"`
 }

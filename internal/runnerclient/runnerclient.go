@@ -100,6 +100,9 @@ type Client struct {
 	// KillGrace is the SIGTERM-to-SIGKILL grace on cancel; see
 	// remote.Command.
 	KillGrace time.Duration
+	// Stdin, when set, is the runner's standard input: secrets it reads
+	// there are on no command line (a client host's key).
+	Stdin []byte
 }
 
 // New returns a client for the runner at runnerPath on ex.
@@ -114,6 +117,9 @@ func (c Client) Run(ctx context.Context, out any, args ...string) error {
 		Args:      append(append([]string{c.Path}, args...), "--json"),
 		OnStderr:  c.stderrLine,
 		KillGrace: c.KillGrace,
+	}
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
 	res, err := c.Exec.Run(ctx, cmd)
 	if err != nil {

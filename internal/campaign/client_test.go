@@ -1,0 +1,202 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// clientHostConfig is an A/A campaign whose pgbench runs on h, whose
+// sshd the test machine reaches at h.Addr; the servers run here, and so
+// listen on h.HostAddr, the address h reaches this machine by.
+func clientHostConfig(t *testing.T, h *testhost.Host, bin string) *Config {
+	return &Config{
+		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
+		Settings: map[string]string{"shared_buffers": "32MB"},
+		Mode:     "select-only", Scale: 1, Clients: []int{1, 2}, Duration: time.Second, Iterations: 2, Counters: true,
+		OutDir:     scratch(t),
+		ClientHost: "root@" + net.JoinHostPort(h.Addr, strconv.Itoa(h.Port)), ClientHostKey: h.HostKeyLine, ClientBinDir: bin,
+		ClientKey: h.ClientKeyPEM,
+	}
+}
+
+// TestClientHostCampaign runs an A/A campaign (loaded over the network,
+// two client counts) with its pgbench on a client host, killed with
+// SIGKILL mid-run and resumed: the runs journaled before the kill are
+// kept, every pgbench runs in the client host's namespace, the servers
+// listen on the address the client host reaches them by and admit only
+// its address, the results name the client host and the round trip of
+// each cell, the password is in no file of the campaign, and after the
+// campaign nothing listens.
+func TestClientHostCampaign(t *testing.T) {
+	bin := needPostgres(t)
+	h := testhost.New(t)
+	cfg := clientHostConfig(t, h, bin)
+	// A pgbench of the campaign reaches its server at h.HostAddr over the
+	// network, or through a socket under its directory.
+	w := testhost.WatchProcesses([]string{"pgbench"}, []string{h.HostAddr, filepath.Dir(cfg.OutDir)})
+	// The child process reads the client host's key from a file.
+	cfg.ClientKeyFile = filepath.Join(t.TempDir(), "client_key")
+	if err := os.WriteFile(cfg.ClientKeyFile, h.ClientKeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ClientKey = nil
+	before := killMidCampaign(t, cfg, 3, 8)
+	j, err := openJournal(cfg.OutDir, cfg.definition(), false, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := j.Runs
+	j.Close()
+	res, err := Execute(context.Background(), cfg, nil)
+	seen := w.Stop()["pgbench"]
+	if err != nil {
+		t.Fatalf("Execute after the kill: %v", err)
+	}
+	for _, r := range res.Runs {
+		if e, ok := earlier[r.Seq]; ok && e.StartedAt != r.StartedAt {
+			t.Errorf("run %d was measured again after the kill; %d runs were journaled before it", r.Seq, before)
+		}
+	}
+	if ns := h.NetnsInode(); seen[ns] == 0 || len(seen) != 1 {
+		t.Errorf("pgbench seen in network namespaces %v; want only in the client host's (%d)", seen, ns)
+	}
+	if c := res.Client; c == nil || c.Address != h.Addr || c.ServerAddress != h.HostAddr || c.CPUs < 1 || c.Kernel == "" || !strings.Contains(c.PgbenchVersion, "pgbench") {
+		t.Errorf("results' client = %+v, want address %s, server address %s and its facts", c, h.Addr, h.HostAddr)
+	}
+	if len(res.Cells) != 2 || len(res.Runs) != 8 {
+		t.Fatalf("%d cells, %d runs, want 2 and 8", len(res.Cells), len(res.Runs))
+	}
+	for _, c := range res.Cells {
+		if len(c.Comparisons) != 1 || c.Comparisons[0].Verdict == "" {
+			t.Errorf("cell %d: comparisons %+v, want a verdict", c.Clients, c.Comparisons)
+		}
+	}
+	for _, r := range res.Runs {
+		if r.NetworkRTTMS <= 0 || r.TPS <= 0 || r.LoggedTransactions <= 0 || r.Client == nil || r.Client.CPUSeconds <= 0 {
+			t.Errorf("run %d: rtt %v ms, tps %v, %d logged, client %+v: want all measured on the client host", r.Seq, r.NetworkRTTMS, r.TPS, r.LoggedTransactions, r.Client)
+		}
+	}
+	for _, v := range res.Variants {
+		if got := v.Settings["listen_addresses"]; got != h.HostAddr {
+			t.Errorf("variant %s listen_addresses = %q, want %s", v.Name, got, h.HostAddr)
+		}
+		hba, err := os.ReadFile(filepath.Join(v.DataDir, "pg_hba.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var host []string
+		for _, l := range strings.Split(string(hba), "\n") {
+			if strings.HasPrefix(l, "host") {
+				host = append(host, l)
+			}
+		}
+		want := "host all postgres " + h.Addr + "/32 scram-sha-256"
+		if n := strings.Count(string(hba), want); n != 1 {
+			t.Errorf("variant %s pg_hba.conf has %q %d times, want once:\n%s", v.Name, want, n, hba)
+		}
+	}
+	// The password was never written down: no file of the campaign holds
+	// a 48-digit hex string beside PASSWORD or PGPASSWORD.
+	filepath.Walk(cfg.OutDir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() || strings.HasSuffix(p, ".gz") || strings.Contains(p, "/data/") {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "PGPASSWORD=") || strings.Contains(strings.ToUpper(string(b)), "PASSWORD '") {
+			t.Errorf("%s holds a password", p)
+		}
+		return nil
+	})
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(h.HostAddr, "5432"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("a server still listens on %s:5432 after the campaign", h.HostAddr)
+	}
+	// The directory the killed process left on the client host is gone too.
+	if _, err := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(err) {
+		t.Errorf("the campaign's directory on the client host is left after it (%v)", err)
+	}
+}
+
+// TestClientHostRefusals: a client bin dir without pgbench is refused
+// before anything starts, and a client host that cannot reach the server
+// is an error naming both addresses, before any measured run.
+func TestClientHostRefusals(t *testing.T) {
+	bin := needPostgres(t)
+	h := testhost.New(t)
+
+	cfg := clientHostConfig(t, h, bin)
+	cfg.ClientBinDir = t.TempDir()
+	_, err := Execute(context.Background(), cfg, nil)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Path.Flag != "client-bin-dir" || !strings.Contains(err.Error(), "no pgbench") {
+		t.Errorf("client bin dir without pgbench: %v, want a validation error at client-bin-dir", err)
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.OutDir, "data")); !os.IsNotExist(serr) {
+		t.Errorf("a refused campaign made %s/data (%v)", cfg.OutDir, serr)
+	}
+	if _, serr := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(serr) {
+		t.Errorf("a refused campaign left its directory on the client host (%v)", serr)
+	}
+
+	// The client host's connections to PostgreSQL's port are refused by a
+	// routing rule; its SSH still works.
+	h.Exec(t, "ip", "rule", "add", "ipproto", "tcp", "dport", "5432", "prohibit")
+	cfg = clientHostConfig(t, h, bin)
+	var rec recorder
+	_, err = Execute(context.Background(), cfg, rec.on)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the server at "+h.HostAddr+":5432") || !strings.Contains(err.Error(), h.Addr) {
+		t.Errorf("unreachable server: %v, want an error naming %s and %s:5432", err, h.Addr, h.HostAddr)
+	}
+	if n := rec.count(EventRunDone); n != 0 {
+		t.Errorf("%d runs done before the error, want none", n)
+	}
+}
+
+// TestCheckClient: the client host's part of a definition is checked with
+// the rest, each fault at its flag.
+func TestCheckClient(t *testing.T) {
+	base := func() *Config {
+		c := &Config{Variants: []Variant{{Name: "a", BinDir: "/x"}, {Name: "b", BinDir: "/x"}}, Scale: 1, Clients: []int{1}, Duration: time.Second, Iterations: 3,
+			ClientHost: "root@10.0.0.2:22", ClientHostKey: "SHA256:k", ClientBinDir: "/c/bin"}
+		c.Defaults()
+		return c
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("a complete client host: %v", err)
+	}
+	for _, tc := range []struct {
+		name, flag, want string
+		change           func(*Config)
+	}{
+		{"bin dir without host", "client-bin-dir", "applies only with", func(c *Config) { c.ClientHost = "" }},
+		{"host without bin dir", "client-bin-dir", "needs --client-bin-dir", func(c *Config) { c.ClientBinDir = "" }},
+		{"host without host key", "client-host-key", "needs --client-host-key", func(c *Config) { c.ClientHostKey = "" }},
+		{"bad port", "client-host", "is not a port number", func(c *Config) { c.ClientHost = "root@h:99999" }},
+		{"no host", "client-host", "want [user@]host[:port]", func(c *Config) { c.ClientHost = "root@" }},
+		{"tpcc", "client-host", "pgbench modes only", func(c *Config) { c.Mode, c.Warehouses = ModeTPCC, 1 }},
+		{"client pinning", "client-numa", "unpinned", func(c *Config) { c.ClientNUMA = "cpunodebind=1" }},
+	} {
+		c := base()
+		tc.change(c)
+		errs := ValidationErrors(c.Validate())
+		if len(errs) != 1 || errs[0].Path.Flag != tc.flag || !strings.Contains(errs[0].Error(), tc.want) {
+			t.Errorf("%s: %v, want one error at --%s saying %q", tc.name, errs, tc.flag, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, user, host string }{
+		{"10.0.0.2", "root", "10.0.0.2"}, {"bench@h:2222", "bench", "h"}, {"[fd00::2]:22", "root", "fd00::2"},
+	} {
+		if u, h, _, err := ParseClientHost(tc.in); err != nil || u != tc.user || h != tc.host {
+			t.Errorf("ParseClientHost(%q) = %q, %q, %v; want %q, %q", tc.in, u, h, err, tc.user, tc.host)
+		}
+	}
+}

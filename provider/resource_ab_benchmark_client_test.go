@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
+)
+
+// TestABBenchmarkClientValidation: a client block whose host is the
+// server's own is a plan-time error, and so is a client block without a
+// host or with a bin dir it cannot use.
+func TestABBenchmarkClientValidation(t *testing.T) {
+	conn := func(host string) string {
+		return fmt.Sprintf(`{
+    mode     = "ssh"
+    host     = %q
+    port     = 22
+    user     = "root"
+    host_key = "SHA256:abc"
+    host_id  = "root@%s:22"
+  }`, host, host)
+	}
+	cfg := func(client string) string {
+		return `
+resource "pgbench_ab_benchmark" "ab" {
+  host_connection = ` + conn("10.0.0.1") + abTwoVariants + abWorkload + client + `
+}`
+	}
+	cases := []struct{ name, client, want string }{
+		{"client is the server", `
+  client {
+    host_connection = ` + conn("10.0.0.1") + `
+    bin_dir         = "/usr/lib/postgresql/15/bin"
+  }`, `(?s)Client Host Is The Server's Host.*another pgbench_host`},
+		{"client without a host", `
+  client {
+    bin_dir = "/usr/lib/postgresql/15/bin"
+  }`, `(?s)Missing Client Host.*host_connection`},
+		{"client without a bin dir", `
+  client {
+    host_connection = ` + conn("10.0.0.2") + `
+  }`, `(?s)Missing Client Bin Dir`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tfresource.UnitTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps:                    []tfresource.TestStep{{Config: cfg(tc.client), PlanOnly: true, ExpectError: regexp.MustCompile(tc.want)}},
+			})
+		})
+	}
+}
+
+// TestAccABBenchmarkClientHost: two real hosts on one bridge, a system
+// build on each, an A/A campaign with a client block at two client counts.
+// During the apply every pgbench of the campaign runs in the client host's
+// namespace and every postgres in the server's; each cell has a verdict;
+// the results name the client host's address and a round trip per run;
+// after destroy nothing listens on the server's address.
+func TestAccABBenchmarkClientHost(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
+	server, client := testhost.NewPair(t)
+	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
+	localDir := filepath.Join(t.TempDir(), "report")
+	config := fmt.Sprintf(`
+resource "pgbench_host" "server" {
+  install_dir = %q
+  ssh {
+    host        = %q
+    private_key = %q
+    host_key    = %q
+  }
+}
+
+resource "pgbench_host" "client" {
+  install_dir = %q
+  ssh {
+    host        = %q
+    private_key = %q
+    host_key    = %q
+  }
+}
+
+resource "pgbench_postgres_build" "server" {
+  host_connection = pgbench_host.server.connection_info
+  source {
+    system = %q
+  }
+}
+
+resource "pgbench_postgres_build" "client" {
+  host_connection = pgbench_host.client.connection_info
+  source {
+    system = %q
+  }
+}
+
+resource "pgbench_ab_benchmark" "ab" {
+  host_connection = pgbench_host.server.connection_info
+  settings        = { shared_buffers = "32MB" }
+  local_dir       = %q
+  variant {
+    name    = "a"
+    bin_dir = pgbench_postgres_build.server.bin_dir
+  }
+  variant {
+    name    = "b"
+    bin_dir = pgbench_postgres_build.server.bin_dir
+  }
+  workload {
+    scale      = 1
+    clients    = [1, 2]
+    duration   = "1s"
+    iterations = 2
+    warmup     = "0s"
+  }
+  client {
+    host_connection = pgbench_host.client.connection_info
+    bin_dir         = pgbench_postgres_build.client.bin_dir
+  }
+}
+`, serverDir, server.Addr, server.ClientKeyPEM, server.HostKeyLine,
+		clientDir, client.Addr, client.ClientKeyPEM, client.HostKeyLine,
+		systemPGBin, systemPGBin, localDir)
+
+	// Every process of the campaign names the server's address (pgbench
+	// -h) or a data directory under the server's install dir (postgres -D).
+	w := testhost.WatchProcesses([]string{"pgbench", "postgres"}, []string{server.Addr, serverDir})
+	serverNS, clientNS := server.NetnsInode(), client.NetnsInode()
+	tfresource.Test(t, tfresource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if c, err := net.DialTimeout("tcp", net.JoinHostPort(server.Addr, "5432"), time.Second); err == nil {
+				c.Close()
+				return fmt.Errorf("a server still listens on %s:5432 after destroy", server.Addr)
+			}
+			return nil
+		},
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			Check: func(*terraform.State) error {
+				seen := w.Stop()
+				if pgbench := seen["pgbench"]; pgbench[clientNS] == 0 || len(pgbench) != 1 {
+					return fmt.Errorf("pgbench seen in namespaces %v; want only the client host's (%d)", pgbench, clientNS)
+				}
+				if postgres := seen["postgres"]; postgres[serverNS] == 0 || len(postgres) != 1 {
+					return fmt.Errorf("postgres seen in namespaces %v; want only the server's (%d)", postgres, serverNS)
+				}
+				res, err := readResults(filepath.Join(localDir, "results.json"))
+				if err != nil {
+					return err
+				}
+				if res.Client == nil || res.Client.Address != client.Addr || res.Client.ServerAddress != server.Addr {
+					return fmt.Errorf("results' client = %+v, want address %s reaching the server at %s", res.Client, client.Addr, server.Addr)
+				}
+				if len(res.Cells) != 2 {
+					return fmt.Errorf("%d cells, want 2", len(res.Cells))
+				}
+				for _, c := range res.Cells {
+					if len(c.Comparisons) != 1 || c.Comparisons[0].Verdict == "" {
+						return fmt.Errorf("cell %d has no verdict: %+v", c.Clients, c.Comparisons)
+					}
+				}
+				for _, r := range res.Runs {
+					if r.NetworkRTTMS <= 0 {
+						return fmt.Errorf("run %d has no round trip", r.Seq)
+					}
+				}
+				return nil
+			},
+		}},
+	})
+}
