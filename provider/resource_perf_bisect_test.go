@@ -145,7 +145,7 @@ resource "pgbench_perf_bisect" "t" {
   git_url         = %q
   good            = %q
   bad             = "master"
-  configure_flags = [%q, %q]
+  configure_flags = %s
   profiling       = true
   build_root      = %q
   ccache_dir      = %q
@@ -162,7 +162,7 @@ resource "pgbench_perf_bisect" "t" {
     create = %q
   }
 }
-`, runner, repo.Dir, good.Hash, pgbuildtest.ConfigureFlags[0], pgbuildtest.ConfigureFlags[1], builds, ccache, gitCache, timeout)
+`, runner, repo.Dir, good.Hash, pgbuildtest.ConfigureFlagsHCL(), builds, ccache, gitCache, timeout)
 	}
 	const addr = "pgbench_perf_bisect.t"
 	var dir string

@@ -128,11 +128,11 @@ resource "pgbench_postgres_build" "test" {
     tarball = %q
   }
   patches         = [file(%q)]
-  configure_flags = [%q, %q]
+  configure_flags = %s
   profiling       = true
   prefix          = %q
 }
-`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlags[0], pgbuildtest.ConfigureFlags[1], prefix)
+`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlagsHCL(), prefix)
 	const addr = "pgbench_postgres_build.test"
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },

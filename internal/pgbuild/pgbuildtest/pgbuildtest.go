@@ -10,6 +10,8 @@ package pgbuildtest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbuild"
@@ -34,8 +36,21 @@ const CacheEnv = "PGBENCH_TEST_BUILD_CACHE"
 const DefaultCache = "/var/cache/pgbench-test/builds"
 
 // ConfigureFlags are the configure flags of every test build: no
-// readline, no ICU, which keeps the build dependencies and time down.
-var ConfigureFlags = []string{"--without-readline", "--without-icu"}
+// readline, no ICU, which keeps the build dependencies and time down, and
+// the dependency tracking that incremental (bisect) builds configure with:
+// it puts -MMD -MP -MF into every compile, which ccache hashes, so builds
+// from a tarball and in a bisect's tree share their objects only when
+// both have it.
+var ConfigureFlags = []string{"--without-readline", "--without-icu", pgbuild.DependFlag}
+
+// ConfigureFlagsHCL is ConfigureFlags as a Terraform list expression.
+func ConfigureFlagsHCL() string {
+	q := make([]string, len(ConfigureFlags))
+	for i, f := range ConfigureFlags {
+		q[i] = strconv.Quote(f)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
 
 // CFlags are the CFLAGS of every test build: a profiling build (frame
 // pointers and symbols), as the provider's profiling test needs, so that
