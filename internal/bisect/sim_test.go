@@ -44,6 +44,15 @@ func (m *simMachine) campaign(names []string, levels []float64, n int, pooled []
 	return pool(pooled, round)
 }
 
+// shortTrials is full under make test and short under go test -short
+// (make test-short), the inner loop.
+func shortTrials(full, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return full
+}
+
 // look summarizes pooled runs as measure does at alpha / rounds.
 func look(t *testing.T, names []string, runs []report.Run, alpha float64, rounds int) []report.Cell {
 	t.Helper()
@@ -98,12 +107,17 @@ func (m *simMachine) step(t *testing.T, level, bad float64, ep []EndpointCell, n
 //     rest skipped rather than misclassified, and in nearly all of them at
 //     the campaign's default of 10 iterations; a smaller one (5%) is
 //     skipped more often, and still not misclassified.
+//
+// Under -short it runs a fifth of the trials: the allowances below are
+// three standard errors at the number of steps actually judged, so the
+// checks stay as strict in standard errors and a rule that misclassifies
+// still fails them.
 func TestSimulationDecisionRule(t *testing.T) {
 	const (
 		alpha  = 0.05
 		rounds = 3
-		trials = 1500
 	)
+	trials := shortTrials(1500, 300)
 	for _, sc := range []struct {
 		name     string
 		bad      float64 // bad's level against good's 1
@@ -182,8 +196,8 @@ func TestSimulationEndpointsWithoutChange(t *testing.T) {
 	const (
 		alpha  = 0.05
 		rounds = 3
-		trials = 3000
 	)
+	trials := shortTrials(3000, 1000)
 	m := &simMachine{r: rand.New(rand.NewPCG(23, 5)), sigma: 0.03, drift: 0.005}
 	confirmed := 0
 	for range trials {
@@ -191,9 +205,9 @@ func TestSimulationEndpointsWithoutChange(t *testing.T) {
 			confirmed++
 		}
 	}
-	rate := float64(confirmed) / trials
+	rate := float64(confirmed) / float64(trials)
 	t.Logf("no change, 3%% noise, 4 iterations a round, at most %d rounds: a regression confirmed in %.4f of %d campaigns", rounds, rate, trials)
-	if limit := alpha + 3*math.Sqrt(alpha*(1-alpha)/trials); rate > limit {
+	if limit := alpha + 3*math.Sqrt(alpha*(1-alpha)/float64(trials)); rate > limit {
 		t.Errorf("endpoints without a change confirmed in %.4f of the campaigns, want at most alpha %.2f", rate, alpha)
 	}
 }

@@ -41,6 +41,7 @@ func TestHugePagesFailureRecognised(t *testing.T) {
 
 func scratch(t *testing.T, settings map[string]string) *Cluster {
 	t.Helper()
+	testhost.SkipShort(t, "a scratch PostgreSQL cluster (initdb)")
 	testhost.RequireCommand(t, "postgres", pg15)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

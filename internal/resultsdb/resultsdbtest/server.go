@@ -116,6 +116,7 @@ func Main(m *testing.M) int {
 
 func requireBinaries(t testing.TB) {
 	t.Helper()
+	testhost.SkipShort(t, "a PostgreSQL server")
 	testhost.RequireCommand(t, "postgres", BinDir)
 	testhost.RequireCommand(t, "initdb", BinDir)
 }
