@@ -280,32 +280,7 @@ func (h *Host) startSSHD(t testing.TB, ipPath string) {
 			ownBy(t, p, u)
 		}
 	}
-	// SetEnv SHLVL=1: Debian's bash sources the user's ~/.bashrc for every
-	// command sshd runs through it (bash -c, at shell level 1), so each
-	// command a test sends pays for whatever this machine's root account
-	// starts there (a pyenv init here: 1-2 s a command, most of an SSH
-	// test's time). At level 2 bash leaves it out, as it does for a
-	// command run from a shell. The commands and what they run are the
-	// same; only that account's interactive setup is skipped.
-	cfg := fmt.Sprintf(`ListenAddress %s
-ListenAddress 127.0.0.1
-Port %d
-HostKey %s
-AuthorizedKeysFile %s
-PidFile %s
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-AllowTcpForwarding yes
-MaxSessions 100
-MaxStartups 100
-SetEnv SHLVL=1
-LogLevel VERBOSE
-Subsystem sftp internal-sftp
-`, h.Addr, h.Port, hostKeyFile, authKeys, filepath.Join(h.Dir, "sshd.pid"))
+	cfg := h.sshdConfig(hostKeyFile, authKeys)
 	write(t, cfgFile, []byte(cfg), 0o600)
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		t.Fatalf("create /run/sshd: %v", err)
@@ -357,6 +332,37 @@ Subsystem sftp internal-sftp
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// sshdConfig is the test sshd's configuration.
+//
+// SetEnv SHLVL=1: Debian's bash sources the user's ~/.bashrc for every
+// command sshd runs through it (bash -c, at shell level 1), so each
+// command a test sends pays for whatever this machine's root account
+// starts there (a pyenv init here: 1-2 s a command, most of an SSH
+// test's time). At level 2 bash leaves it out, as it does for a
+// command run from a shell. The commands and what they run are the
+// same; only that account's interactive setup is skipped.
+func (h *Host) sshdConfig(hostKeyFile, authKeys string) string {
+	return fmt.Sprintf(`ListenAddress %s
+ListenAddress 127.0.0.1
+Port %d
+HostKey %s
+AuthorizedKeysFile %s
+PidFile %s
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+AllowTcpForwarding yes
+MaxSessions 100
+MaxStartups 100
+SetEnv SHLVL=1
+LogLevel VERBOSE
+Subsystem sftp internal-sftp
+`, h.Addr, h.Port, hostKeyFile, authKeys, filepath.Join(h.Dir, "sshd.pid"))
 }
 
 // probe checks that sshd accepts connections on addr. A host behind a
