@@ -82,7 +82,7 @@ func TestClientHostCampaign(t *testing.T) {
 	}
 	for _, r := range res.Runs {
 		if r.NetworkRTTMS <= 0 || r.TPS <= 0 || r.LoggedTransactions <= 0 || r.Client == nil || r.Client.CPUSeconds <= 0 {
-			t.Errorf("run %d: rtt %v ms, tps %v, %d logged, client %+v: want all measured on the client host", r.Seq, r.NetworkRTTMS, r.TPS, r.LoggedTransactions, r.Client)
+			t.Errorf("run %d: rtt %v ms, tps %v, %d logged, client %+v: want all measured on the client host; warnings %q", r.Seq, r.NetworkRTTMS, r.TPS, r.LoggedTransactions, r.Client, res.Warnings)
 		}
 	}
 	for _, v := range res.Variants {
