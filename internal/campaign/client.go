@@ -386,16 +386,15 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 			}
 		}
 	}
+	script := clientRun
 	if logs {
 		// As runStep empties a run's directory here: a campaign killed
 		// during this run left its logs there (its pgbench, orphaned on
 		// the client host, may even have gone on writing them), and a
-		// resumed run must read only its own.
-		if _, err := cs.ex.Run(ctx, remote.Command{Args: []string{"rm", "-rf", remoteDir}}); err != nil {
-			return "", "", remote.Result{}, fmt.Errorf("client host %s: empty %s: %w", cs.name, remoteDir, err)
-		}
+		// resumed run must read only its own. In the same session.
+		script = `rm -rf "$1" || exit 1` + "\n" + clientRun
 	}
-	argv := append([]string{"sh", "-c", clientRun, "sh", remoteDir, path.Join(cs.bin, "pgbench")}, append(args, e.clientConnArgs(vs)...)...)
+	argv := append([]string{"sh", "-c", script, "sh", remoteDir, path.Join(cs.bin, "pgbench")}, append(args, e.clientConnArgs(vs)...)...)
 	cmd := remote.Command{Args: argv, Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
 	res, err = cs.ex.Run(ctx, cmd)
 	res.Stderr = cutTimes(&res)
