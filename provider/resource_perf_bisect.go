@@ -81,10 +81,10 @@ func (r *perfBisectResource) Schema(ctx context.Context, _ resource.SchemaReques
 		"install_deps": schema.BoolAttribute{Optional: true,
 			MarkdownDescription: "Install the missing build dependencies, ccache included, with the host's package manager first."},
 		"ccache": schema.BoolAttribute{Optional: true,
-			MarkdownDescription: "Compile through ccache, so that each build reuses the objects of the builds before it (default `true`); " +
+			MarkdownDescription: "Compile through ccache, so that each build reuses the objects of the builds before it, and the results of their `configure` when its script and flags are the same (default `true`); " +
 				"ccache must be installed: `install_deps`, or `ccache` in the `pgbench_host`'s `bootstrap.packages`."},
 		"ccache_dir": schema.StringAttribute{Optional: true,
-			MarkdownDescription: "ccache's cache directory on the host. Default `" + pgbuild.DefaultCCacheDir + "`."},
+			MarkdownDescription: "ccache's cache directory on the host; the kept `configure` results go in its `pgbench-configure` subdirectory. Default `" + pgbuild.DefaultCCacheDir + "`."},
 		"build_root": schema.StringAttribute{Optional: true, PlanModifiers: rs,
 			MarkdownDescription: "Directory on the host of the builds, one prefix per build key. Default `" + posixpath.Base(runnerclient.BisectBuildRoot("/")) + "` beside the runner; " +
 				"destroy removes the builds this bisect made."},

@@ -29,7 +29,7 @@ func BindFlags(fs *pflag.FlagSet, o *Options, ccache bool) *Flags {
 	fs.BoolVar(&f.profiling, "profiling", false, "build for profiling: add "+FramePointerFlags+" to the CFLAGS (-O2 when none are given), so perf unwinds call stacks with frame pointers")
 	fs.IntVar(&o.Jobs, "jobs", 0, "make -j jobs (0: one per CPU)")
 	fs.BoolVar(&o.InstallDeps, "install-deps", false, "install the missing build dependencies (ccache too with --ccache) with the host's package manager (apt-get, dnf or yum)")
-	fs.BoolVar(&f.ccache, "ccache", ccache, "compile through ccache, so that builds of nearby sources reuse each other's objects (the build key does not change)")
+	fs.BoolVar(&f.ccache, "ccache", ccache, "compile through ccache, so that builds of nearby sources reuse each other's objects, and configure's results for the same script, flags and compiler (the build key does not change)")
 	fs.StringVar(&f.ccacheDir, "ccache-dir", DefaultCCacheDir, "ccache's cache directory, with --ccache")
 	return f
 }

@@ -484,6 +484,8 @@ type plan struct {
 	// patchedBuild the build-system files the patches change.
 	treeID       string
 	patchedBuild []string
+	// compiler is the compiler's version line, in the key.
+	compiler string
 }
 
 // newPlan plans a build from a tarball or git source.
@@ -504,7 +506,7 @@ func newPlan(ctx context.Context, opts Options, progress Progress) (*plan, error
 		p.discard()
 		return nil, err
 	}
-	p.key = keyInputs{p.src.id(), contents, opts.ConfigureFlags, opts.CFlags, cc}.key()
+	p.key, p.compiler = keyInputs{p.src.id(), contents, opts.ConfigureFlags, opts.CFlags, cc}.key(), cc
 	p.treeID, p.patchedBuild = p.treeIdentity(cc), patchedBuildFiles(contents)
 	if p.prefix, err = opts.prefix(p.key); err != nil {
 		p.discard()
@@ -768,14 +770,16 @@ func (p *plan) applyPatches(b *builder, srcDir string) error {
 	return nil
 }
 
-// configure runs ./configure for the prefix and returns its arguments.
+// configure runs ./configure for the prefix (reusing an earlier
+// configure's results when the build uses ccache: configcache.go) and
+// returns its arguments.
 func (p *plan) configure(b *builder, srcDir string) ([]string, error) {
 	args := append([]string{"--prefix=" + p.prefix}, p.opts.ConfigureFlags...)
 	var env []string
 	if p.opts.CFlags != "" {
 		env = append(env, "CFLAGS="+p.opts.CFlags)
 	}
-	if _, err := b.run("configure", srcDir, env, "./configure", args...); err != nil {
+	if err := p.runConfigure(b, srcDir, args, env); err != nil {
 		return nil, err
 	}
 	return args, nil
@@ -873,6 +877,13 @@ func buildEnviron() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// note tells the log and progress what the build does besides running a
+// command.
+func (b *builder) note(phase, msg string) {
+	fmt.Fprintf(b.log, "==> [%s] %s\n", phase, msg)
+	b.progress(phase, msg)
 }
 
 // run runs one build command in dir, streaming its output to the log and

@@ -89,9 +89,17 @@ func TestIncrementalBuilds(t *testing.T) {
 		opts := base
 		opts.GitRef, opts.Patches = w.commit, w.patches
 		start := time.Now()
-		r, err := pgbuild.Build(context.Background(), opts, nil)
+		var reused bool
+		r, err := pgbuild.Build(context.Background(), opts, func(phase, line string) {
+			reused = reused || (phase == "configure" && strings.HasPrefix(line, "reusing the results of an earlier configure"))
+		})
 		if err != nil {
 			t.Fatalf("build %d: %v", i+1, err)
+		}
+		// The tree's configure, with the flags of the shared build from
+		// the tarball, reads that build's results when it ran first here.
+		if !r.Incremental && sharedRoot != "" && !reused {
+			t.Errorf("build %d configured the tree afresh after the shared build, without its configure results", i+1)
 		}
 		t.Logf("build %d (%s, %d patches): %.1fs, incremental %v", i+1, w.commit[:10], len(w.patches), time.Since(start).Seconds(), r.Incremental)
 		if r.Cached || r.Source.Commit != w.commit || (i > 0 && !r.Incremental) {
