@@ -146,6 +146,7 @@ resource "pgbench_perf_bisect" "t" {
   good            = %q
   bad             = "master"
   configure_flags = %s
+  cflags          = %q
   profiling       = true
   build_root      = %q
   ccache_dir      = %q
@@ -154,15 +155,15 @@ resource "pgbench_perf_bisect" "t" {
   workload {
     scale      = 1
     clients    = [1]
-    duration   = "3s"
+    duration   = "2s"
     warmup     = "1s"
-    iterations = 4
+    iterations = 3
   }
   timeouts {
     create = %q
   }
 }
-`, runner, repo.Dir, good.Hash, pgbuildtest.ConfigureFlagsHCL(), builds, ccache, gitCache, timeout)
+`, runner, repo.Dir, good.Hash, pgbuildtest.ConfigureFlagsHCL(), pgbuildtest.OptFlags, builds, ccache, gitCache, timeout)
 	}
 	const addr = "pgbench_perf_bisect.t"
 	var dir string

@@ -129,10 +129,11 @@ resource "pgbench_postgres_build" "test" {
   }
   patches         = [file(%q)]
   configure_flags = %s
+  cflags          = %q
   profiling       = true
   prefix          = %q
 }
-`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlagsHCL(), prefix)
+`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlagsHCL(), pgbuildtest.OptFlags, prefix)
 	const addr = "pgbench_postgres_build.test"
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },

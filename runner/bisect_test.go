@@ -95,13 +95,13 @@ func TestBisectFindsTheSlowCommit(t *testing.T) {
 	args := []string{"bisect", "--json", "--progress-json",
 		"--git", repo.Dir, "--good", repo.Base.Hash, "--bad", "master",
 		"--out", out, "--git-cache", filepath.Join(dir, "git"), "--build-root", builds, "--ccache-dir", ccache,
-		"--scale", "1", "--clients", "1", "--duration", "3s", "--iterations", "4", "--warmup", "1s"}
+		"--scale", "1", "--clients", "1", "--duration", "2s", "--iterations", "3", "--warmup", "1s"}
 	for _, f := range pgbuildtest.ConfigureFlags {
 		args = append(args, "--configure-flag="+f)
 	}
 	// A profiling build, as every test build is: the objects of the
 	// other test builds in the shared ccache serve this one.
-	args = append(args, "--profiling")
+	args = append(args, "--cflags="+pgbuildtest.OptFlags, "--profiling")
 
 	// Killed part way: once the endpoints are decided and the first
 	// step's campaign has a finished run.
