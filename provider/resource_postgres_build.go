@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -91,13 +90,24 @@ func (r *postgresBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			},
 			"jobs": schema.Int64Attribute{
 				Optional:            true,
-				MarkdownDescription: "`make -j` jobs; by default the host's CPU count.",
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				MarkdownDescription: "`make -j` jobs; by default the host's CPU count. It changes in place: the build is not redone.",
 			},
 			"install_deps": schema.BoolAttribute{
-				Optional:            true,
-				MarkdownDescription: "Install the build dependencies (compiler, bison, flex, ...) with the host's package manager first.",
-				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+				Optional: true,
+				MarkdownDescription: "Install the build dependencies (compiler, bison, flex, ..., ccache with `ccache`) with the host's package manager first. " +
+					"It changes in place: the build is not redone.",
+			},
+			"ccache": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Compile through ccache (default `false`), so that builds of nearby sources, such as the stock and the patched " +
+					"build of an A/B or the builds of a bisect, reuse each other's objects, and the results of their `configure` when its " +
+					"script and flags are the same. It does not change the build key, and changes in place. ccache must be installed: " +
+					"`install_deps`, or `ccache` in the `pgbench_host`'s `bootstrap.packages`.",
+			},
+			"ccache_dir": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "ccache's cache directory on the host, with `ccache`; the kept `configure` results go in its " +
+					"`pgbench-configure` subdirectory. Default `" + pgbuild.DefaultCCacheDir + "`. It changes in place.",
 			},
 			"prefix": schema.StringAttribute{
 				Optional: true,
@@ -213,6 +223,7 @@ func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource
 		for name, set := range map[string]bool{
 			"patches": !m.Patches.IsNull(), "configure_flags": !m.ConfigureFlags.IsNull(), "cflags": !m.CFlags.IsNull(),
 			"profiling": !m.Profiling.IsNull(), "jobs": !m.Jobs.IsNull(), "prefix": !m.Prefix.IsNull(), "install_deps": !m.InstallDeps.IsNull(),
+			"ccache": !m.CCache.IsNull(), "ccache_dir": !m.CCacheDir.IsNull(),
 		} {
 			if set {
 				resp.Diagnostics.AddAttributeError(path.Root(name), "Nothing To Build",
@@ -226,6 +237,14 @@ func (r *postgresBuildResource) ValidateConfig(ctx context.Context, req resource
 	}
 	if !m.Jobs.IsNull() && !m.Jobs.IsUnknown() && m.Jobs.ValueInt64() < 1 {
 		resp.Diagnostics.AddAttributeError(path.Root("jobs"), "Invalid Jobs", fmt.Sprintf("jobs is %d; it must be at least 1.", m.Jobs.ValueInt64()))
+	}
+	if !m.CCacheDir.IsNull() && !m.CCache.IsUnknown() && !m.CCache.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("ccache_dir"), "ccache Not Used",
+			"ccache_dir is ccache's directory, and this build does not compile through ccache: set ccache = true, or remove ccache_dir.")
+	}
+	if v := m.CCacheDir.ValueString(); !m.CCacheDir.IsNull() && !m.CCacheDir.IsUnknown() && !strings.HasPrefix(v, "/") {
+		resp.Diagnostics.AddAttributeError(path.Root("ccache_dir"), "Relative ccache Directory",
+			fmt.Sprintf("ccache_dir is %q; give an absolute directory on the host.", v))
 	}
 }
 
@@ -302,16 +321,17 @@ func (r *postgresBuildResource) Read(ctx context.Context, req resource.ReadReque
 }
 
 func (r *postgresBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	// Only timeouts and the way to the same host change in place: every
-	// other argument forces replacement, and nothing is built again.
+	// Timeouts, the way to the same host and how a build is made (jobs,
+	// dependencies, ccache) change in place, and nothing is built again:
+	// every other argument forces replacement.
 	var plan, state postgresBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	state.Connection = plan.Connection
-	state.Timeouts = plan.Timeouts
+	state.Connection, state.Timeouts = plan.Connection, plan.Timeouts
+	state.Jobs, state.InstallDeps, state.CCache, state.CCacheDir = plan.Jobs, plan.InstallDeps, plan.CCache, plan.CCacheDir
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -385,6 +405,12 @@ func (m postgresBuildModel) buildArgs(patchPaths, flags []string) []string {
 	if m.InstallDeps.ValueBool() {
 		args = append(args, "--install-deps")
 	}
+	if m.CCache.ValueBool() {
+		args = append(args, "--ccache")
+		if !m.CCacheDir.IsNull() {
+			args = append(args, "--ccache-dir", m.CCacheDir.ValueString())
+		}
+	}
 	return args
 }
 
@@ -444,6 +470,8 @@ type postgresBuildModel struct {
 	Profiling      types.Bool        `tfsdk:"profiling"`
 	Jobs           types.Int64       `tfsdk:"jobs"`
 	InstallDeps    types.Bool        `tfsdk:"install_deps"`
+	CCache         types.Bool        `tfsdk:"ccache"`
+	CCacheDir      types.String      `tfsdk:"ccache_dir"`
 	Prefix         types.String      `tfsdk:"prefix"`
 	BuildKey       types.String      `tfsdk:"build_key"`
 	BinDir         types.String      `tfsdk:"bin_dir"`

@@ -106,14 +106,16 @@ resource "pgbench_postgres_build" "test" {
 }
 
 // One real build from the release tarball CI fetches, into a new prefix:
-// every phase runs, and the compiler's work comes from the test builds'
-// shared ccache (the pgbuild tests build the same sources with the same
-// flags first).
+// every phase runs, and through `ccache` the compiler's work and
+// configure's answers come from the test builds' shared ccache (the pgbuild
+// tests build the same sources with the same flags first). How the build is
+// made (jobs, ccache) then changes in place, without building again.
 func TestAccPostgresBuildTarball(t *testing.T) {
 	tb := pgbuildtest.Tarball(t)
 	testhost.RequireRoot(t)
 	pgbuildtest.RequireTools(t)
-	pgbuildtest.CCacheOnPath(t)
+	testhost.RequireCommand(t, "ccache")
+	_, ccacheDir := pgbuildtest.Cache(t)
 	runner := installRunner(t)
 	prefix := filepath.Join(t.TempDir(), "pg")
 	// terraform runs in its own working directory: give file() an absolute path.
@@ -121,7 +123,8 @@ func TestAccPostgresBuildTarball(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`
+	config := func(how string) string {
+		return fmt.Sprintf(`
 resource "pgbench_postgres_build" "test" {
   host_connection = %s
   source {
@@ -132,8 +135,12 @@ resource "pgbench_postgres_build" "test" {
   cflags          = %q
   profiling       = true
   prefix          = %q
+  %s
 }
-`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlagsHCL(), pgbuildtest.OptFlags, prefix)
+`, localConnectionHCL(runner), tb, patch, pgbuildtest.ConfigureFlagsHCL(), pgbuildtest.OptFlags, prefix, how)
+	}
+	through := fmt.Sprintf("ccache = true\n  ccache_dir = %q", ccacheDir)
+	var seconds float64
 	const addr = "pgbench_postgres_build.test"
 	resource.Test(t, resource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
@@ -146,14 +153,27 @@ resource "pgbench_postgres_build" "test" {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: config,
+				Config: config(through),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("prefix"), knownvalue.StringExact(prefix)),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("bin_dir"), knownvalue.StringExact(filepath.Join(prefix, "bin"))),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("version"), knownvalue.StringRegexp(regexp.MustCompile(`^15\.\d+$`))),
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("cached"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("build_seconds"), knownvalue.Float64Func(func(v float64) error {
+						seconds = v
+						return nil
+					})),
 				},
 				Check: func(*terraform.State) error {
+					// ccache reached the build: its log names configure's
+					// results, reused from the pgbuild tests' build or kept.
+					log, err := os.ReadFile(prefix + ".log")
+					if err != nil {
+						return err
+					}
+					if !regexp.MustCompile(`==> \[configure\] (reusing the results of an earlier configure|kept \d+ configure results)`).Match(log) {
+						return fmt.Errorf("the build log %s.log does not name configure's kept results: built without ccache?", prefix)
+					}
 					for _, name := range []string{"postgres", "pg_ctl", "initdb", "pgbench"} {
 						if _, err := os.Stat(filepath.Join(prefix, "bin", name)); err != nil {
 							return fmt.Errorf("built %s: %v", name, err)
@@ -175,8 +195,25 @@ resource "pgbench_postgres_build" "test" {
 				},
 			},
 			{
-				Config:           config,
+				Config:           config(through),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// How it is built changes in place: the same build stays.
+				Config: config("jobs = 1\n  install_deps = false"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("build_seconds"), knownvalue.Float64Func(func(v float64) error {
+						if v != seconds {
+							return fmt.Errorf("build_seconds %g after the update, want the first build's %g", v, seconds)
+						}
+						return nil
+					})),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("ccache"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("jobs"), knownvalue.Int64Exact(1)),
+				},
 			},
 		},
 	})
@@ -195,6 +232,9 @@ func TestPostgresBuildValidation(t *testing.T) {
 		{"patches with system", "source {\n    system = \"/usr/lib/postgresql/15/bin\"\n  }\n  patches = [\"x\"]", `(?s)Nothing To Build.*patches\s+does not apply`},
 		{"relative system", "source {\n    system = \"bin\"\n  }", `(?s)Relative Bin Directory`},
 		{"zero jobs", "source {\n    tarball = \"/tmp/pg.tar.bz2\"\n  }\n  jobs = 0", `(?s)Invalid Jobs.*jobs is 0`},
+		{"ccache_dir without ccache", "source {\n    tarball = \"/tmp/pg.tar.bz2\"\n  }\n  ccache_dir = \"/srv/ccache\"", `(?s)ccache Not Used.*set ccache = true`},
+		{"relative ccache_dir", "source {\n    tarball = \"/tmp/pg.tar.bz2\"\n  }\n  ccache = true\n  ccache_dir = \"ccache\"", `(?s)Relative ccache Directory`},
+		{"ccache with system", "source {\n    system = \"/usr/lib/postgresql/15/bin\"\n  }\n  ccache = true", `(?s)Nothing To Build.*ccache\s+does not apply`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,10 +260,12 @@ func TestPostgresBuildArgs(t *testing.T) {
 		Profiling:   types.BoolValue(true),
 		Jobs:        types.Int64Value(4),
 		InstallDeps: types.BoolValue(true),
+		CCache:      types.BoolValue(true),
+		CCacheDir:   types.StringValue("/srv/ccache"),
 		Prefix:      types.StringUnknown(),
 	}
 	got := strings.Join(tarball.buildArgs([]string{"/r/patches/0-a.patch"}, []string{"--with-libnuma"}), " ")
-	want := "build --tarball /src/pg.tar.bz2 --sha256 abc --patch /r/patches/0-a.patch --configure-flag=--with-libnuma --cflags=-O2 --profiling --jobs 4 --install-deps"
+	want := "build --tarball /src/pg.tar.bz2 --sha256 abc --patch /r/patches/0-a.patch --configure-flag=--with-libnuma --cflags=-O2 --profiling --jobs 4 --install-deps --ccache --ccache-dir /srv/ccache"
 	if got != want {
 		t.Errorf("tarball args = %q, want %q", got, want)
 	}
