@@ -486,6 +486,9 @@ type plan struct {
 	patchedBuild []string
 	// compiler is the compiler's version line, in the key.
 	compiler string
+	// siteUsed is the kept configure results the last configure read
+	// (configcache.go), "" when it ran afresh.
+	siteUsed string
 }
 
 // newPlan plans a build from a tarball or git source.
@@ -692,6 +695,7 @@ func (p *plan) build(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	if err := p.compileAndStage(b, srcDir, stage); err != nil {
+		p.compileFailed(b)
 		return Result{}, err
 	}
 	r := Result{
@@ -731,7 +735,7 @@ func (p *plan) startWork(ctx context.Context, ccacheBase string) (b *builder, wo
 		done()
 		return nil, "", nil, fmt.Errorf("make %s: %w", work, err)
 	}
-	b = &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath}
+	b = &builder{ctx: ctx, log: logFile, progress: p.progress, logPath: logPath, work: work}
 	if p.opts.CCacheDir != "" {
 		if b.env, err = ccacheEnv(p.opts.CCacheDir, work, cmp.Or(ccacheBase, work)); err != nil {
 			done()
@@ -857,6 +861,8 @@ type builder struct {
 	log      io.Writer
 	progress Progress
 	logPath  string
+	// work is the build's work directory, removed after it.
+	work string
 	// env is added to every command's environment (ccache's).
 	env []string
 }
