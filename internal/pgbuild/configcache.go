@@ -177,7 +177,7 @@ func (p *plan) runConfigure(b *builder, srcDir string, args, env []string) error
 	if _, err := b.run("configure", srcDir, env, "./configure", args...); err != nil {
 		return err
 	}
-	keepConfigResults(b, srcDir, site, b.work)
+	keepConfigResults(b, srcDir, site)
 	return nil
 }
 
@@ -206,13 +206,13 @@ func (p *plan) compileFailed(b *builder) {
 // site, replacing it whole, without the values that name srcDir or the
 // build's work directory. A config.log without them keeps
 // nothing, and failing to keep them is noted, not an error.
-func keepConfigResults(b *builder, srcDir, site, work string) {
+func keepConfigResults(b *builder, srcDir, site string) {
 	log, err := os.ReadFile(filepath.Join(srcDir, "config.log"))
 	if err != nil {
 		b.note("configure", fmt.Sprintf("not keeping configure's results: %v", err))
 		return
 	}
-	data, n := siteFromConfigLog(log, srcDir, work)
+	data, n := siteFromConfigLog(log, srcDir, b.work)
 	if n == 0 {
 		return
 	}

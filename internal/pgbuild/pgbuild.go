@@ -695,7 +695,6 @@ func (p *plan) build(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	if err := p.compileAndStage(b, srcDir, stage); err != nil {
-		p.compileFailed(b)
 		return Result{}, err
 	}
 	r := Result{
@@ -790,8 +789,14 @@ func (p *plan) configure(b *builder, srcDir string) ([]string, error) {
 }
 
 // compileAndStage makes the server and Contrib, and installs them under
-// stage (DESTDIR).
-func (p *plan) compileAndStage(b *builder, srcDir, stage string) error {
+// stage (DESTDIR). When that fails, the kept configure results the build
+// read go (compileFailed), for fresh builds and tree builds alike.
+func (p *plan) compileAndStage(b *builder, srcDir, stage string) (err error) {
+	defer func() {
+		if err != nil {
+			p.compileFailed(b)
+		}
+	}()
 	jobs := p.opts.Jobs
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()

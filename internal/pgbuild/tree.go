@@ -260,7 +260,6 @@ func (p *plan) buildTreeOnce(ctx context.Context, st *treeState) (Result, error)
 		return Result{}, err
 	}
 	if err := p.compileAndStage(b, src, stage); err != nil {
-		p.compileFailed(b)
 		return Result{}, err
 	}
 	r := Result{
