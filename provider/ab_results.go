@@ -288,6 +288,19 @@ func abSysinfoJSON(res *report.Results) (string, error) {
 	return string(b), nil
 }
 
+// abClientHostJSON renders the client host's facts recorded with the
+// results as a JSON string; null for a campaign without a client host.
+func abClientHostJSON(res *report.Results) (types.String, error) {
+	if res.Client == nil {
+		return types.StringNull(), nil
+	}
+	b, err := json.Marshal(res.Client)
+	if err != nil {
+		return types.StringNull(), fmt.Errorf("encode the client host: %w", err)
+	}
+	return types.StringValue(string(b)), nil
+}
+
 // abCostUSD is the cost of a campaign's wall time at an hourly price, for
 // cost_usd; null without a price or a wall time.
 func abCostUSD(hourly, wallSeconds types.Float64) types.Float64 {
@@ -327,6 +340,10 @@ func (m *abBenchmarkModel) setResults(ctx context.Context, res *report.Results) 
 		return d
 	}
 	m.Sysinfo = types.StringValue(si)
+	if m.ClientHost, err = abClientHostJSON(res); err != nil {
+		d.AddError("Unreadable Campaign Results", err.Error())
+		return d
+	}
 	m.HugePagesObserved = abHugePagesObserved(res)
 	warnings := res.Warnings
 	if warnings == nil {

@@ -115,6 +115,11 @@ func (r *abBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"finished_at":  schema.StringAttribute{Computed: true, MarkdownDescription: "When the campaign finished (RFC 3339)."},
 			"wall_seconds": schema.Float64Attribute{Computed: true, MarkdownDescription: "Wall time of the campaign in seconds."},
 			"sysinfo":      schema.StringAttribute{Computed: true, MarkdownDescription: "Host facts recorded with the results (JSON): kernel, CPU, NUMA, tuning, huge pages."},
+			"client_host": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "With a `client` block, the client host's facts recorded with the results (JSON): `address` (as the server saw it), " +
+					"`server_address` (the server's address it reached), `pgbench_version`, `kernel`, `cpu_model`, `cpus` and `memory_bytes`; null without one.",
+			},
 			"hourly_price_usd": schema.Float64Attribute{
 				Optional: true,
 				MarkdownDescription: "Hourly price of the host in USD, for `cost_usd`: e.g. `pgbench_host.<name>.ec2.hourly_price_usd`. " +
@@ -532,6 +537,7 @@ type abBenchmarkModel struct {
 	HourlyPriceUSD    types.Float64   `tfsdk:"hourly_price_usd"`
 	CostUSD           types.Float64   `tfsdk:"cost_usd"`
 	Sysinfo           types.String    `tfsdk:"sysinfo"`
+	ClientHost        types.String    `tfsdk:"client_host"`
 	HugePagesObserved types.Map       `tfsdk:"huge_pages_observed"`
 	Warnings          types.List      `tfsdk:"warnings"`
 	Timeouts          timeouts.Value  `tfsdk:"timeouts"`

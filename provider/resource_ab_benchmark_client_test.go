@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -148,13 +150,16 @@ resource "pgbench_ab_benchmark" "ab" {
 		},
 		Steps: []tfresource.TestStep{{
 			Config: config,
-			Check: func(*terraform.State) error {
+			Check: func(st *terraform.State) error {
 				seen := w.Stop()
 				if pgbench := seen["pgbench"]; pgbench[clientNS] == 0 || len(pgbench) != 1 {
 					return fmt.Errorf("pgbench seen in namespaces %v; want only the client host's (%d)", pgbench, clientNS)
 				}
 				if postgres := seen["postgres"]; postgres[serverNS] == 0 || len(postgres) != 1 {
 					return fmt.Errorf("postgres seen in namespaces %v; want only the server's (%d)", postgres, serverNS)
+				}
+				if err := checkClientHostAttr(st, client.Addr, server.Addr); err != nil {
+					return err
 				}
 				res, err := readResults(filepath.Join(localDir, "results.json"))
 				if err != nil {
@@ -180,4 +185,21 @@ resource "pgbench_ab_benchmark" "ab" {
 			},
 		}},
 	})
+}
+
+// checkClientHostAttr checks the client_host attribute of
+// pgbench_ab_benchmark.ab names the client host's address and the server's.
+func checkClientHostAttr(st *terraform.State, clientAddr, serverAddr string) error {
+	rs, ok := st.RootModule().Resources["pgbench_ab_benchmark.ab"]
+	if !ok {
+		return fmt.Errorf("no pgbench_ab_benchmark.ab in state")
+	}
+	var got report.ClientHost
+	if err := json.Unmarshal([]byte(rs.Primary.Attributes["client_host"]), &got); err != nil {
+		return fmt.Errorf("client_host %q is not JSON: %v", rs.Primary.Attributes["client_host"], err)
+	}
+	if got.Address != clientAddr || got.ServerAddress != serverAddr || got.PgbenchVersion == "" || got.CPUs <= 0 || got.MemoryBytes <= 0 || got.Kernel == "" {
+		return fmt.Errorf("client_host = %+v, want address %s reaching %s, with its pgbench version, CPUs, memory and kernel", got, clientAddr, serverAddr)
+	}
+	return nil
 }

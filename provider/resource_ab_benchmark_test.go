@@ -603,6 +603,17 @@ func TestABBenchmarkResults(t *testing.T) {
 	if err := json.Unmarshal([]byte(m.Sysinfo.ValueString()), &si); err != nil {
 		t.Fatalf("sysinfo is not JSON: %v", err)
 	}
+	if !m.ClientHost.IsNull() {
+		t.Fatalf("client_host = %s without a client host, want null", m.ClientHost)
+	}
+	res.Client = &report.ClientHost{Address: "10.0.0.2", ServerAddress: "10.0.0.1", PgbenchVersion: "pgbench (PostgreSQL) 15.18", Kernel: "6.1", CPUs: 2, MemoryBytes: 1 << 30}
+	if d := m.setResults(context.Background(), res); d.HasError() {
+		t.Fatal(d)
+	}
+	var client report.ClientHost
+	if err := json.Unmarshal([]byte(m.ClientHost.ValueString()), &client); err != nil || client != *res.Client {
+		t.Fatalf("client_host = %s (%v), want the results' client host %+v", m.ClientHost, err, *res.Client)
+	}
 
 	// The whole typed value, as Terraform will store it.
 	golden := filepath.Join("testdata", "ab_results.tfvalue.golden")

@@ -103,7 +103,7 @@ const clientProbe = `echo "$SSH_CONNECTION"
 if test -x "$1/pgbench"; then "$1/pgbench" --version; else echo; fi
 uname -r
 nproc
-awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo
+sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\) kB$/\1/p' /proc/meminfo
 sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1
 mkdir -p -m 700 "$2" && echo "$2"`
 
@@ -161,9 +161,18 @@ func (cs *clientSide) readProbe(out string) error {
 	if lines[1] == "" {
 		return Invalid(at("client-bin-dir"), "Incomplete Client Bin Dir", "client host %s: %s has no pgbench", cs.name, cs.bin)
 	}
-	cs.facts = report.ClientHost{Address: conn[2], ServerAddress: conn[0], PgbenchVersion: lines[1], Kernel: lines[2], CPUModel: lines[5]}
-	cs.facts.CPUs, _ = strconv.Atoi(lines[3])
-	cs.facts.MemoryBytes, _ = strconv.ParseInt(lines[4], 10, 64)
+	cpus, err := strconv.Atoi(lines[3])
+	if err != nil || cpus < 1 {
+		return fmt.Errorf("client host %s: nproc printed %q, want a number of CPUs", cs.name, lines[3])
+	}
+	// MemTotal in kB: awk would print a total past 2^31 bytes in
+	// exponent form (mawk's %.6g), which is no integer.
+	memKB, err := strconv.ParseInt(lines[4], 10, 64)
+	if err != nil || memKB < 1 {
+		return fmt.Errorf("client host %s: /proc/meminfo's MemTotal is %q, want a number of kB", cs.name, lines[4])
+	}
+	cs.facts = report.ClientHost{Address: conn[2], ServerAddress: conn[0], PgbenchVersion: lines[1], Kernel: lines[2], CPUModel: lines[5],
+		CPUs: cpus, MemoryBytes: memKB * 1024}
 	return nil
 }
 

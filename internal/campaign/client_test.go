@@ -5,12 +5,15 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
@@ -197,6 +200,43 @@ func TestCheckClient(t *testing.T) {
 	} {
 		if u, h, _, err := ParseClientHost(tc.in); err != nil || u != tc.user || h != tc.host {
 			t.Errorf("ParseClientHost(%q) = %q, %q, %v; want %q, %q", tc.in, u, h, err, tc.user, tc.host)
+		}
+	}
+}
+
+// TestClientProbeReadsThisHost runs the probe the runner sends the client
+// host on this machine, and reads its answer: this machine's addresses,
+// pgbench, kernel, CPUs and memory (more than 2 GiB here, which awk would
+// have printed in exponent form).
+func TestClientProbeReadsThisHost(t *testing.T) {
+	bin := needPostgres(t)
+	work := filepath.Join(t.TempDir(), "work")
+	cmd := exec.Command("sh", "-c", clientProbe, "sh", bin, work)
+	cmd.Env = append(os.Environ(), "SSH_CONNECTION=10.0.0.1 50000 10.0.0.2 22")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	cs := &clientSide{name: "this host", bin: bin}
+	if err := cs.readProbe(string(out)); err != nil {
+		t.Fatalf("readProbe(%q): %v", out, err)
+	}
+	mem, err := sysinfo.ParseMeminfo("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cs.facts
+	if f.Address != "10.0.0.2" || f.ServerAddress != "10.0.0.1" || !strings.HasPrefix(f.PgbenchVersion, "pgbench (PostgreSQL) ") ||
+		f.CPUs != runtime.NumCPU() || f.MemoryBytes != mem["MemTotal"] || f.Kernel == "" || cs.work != work {
+		t.Errorf("facts = %+v, work %q; want addresses 10.0.0.2 from 10.0.0.1, pgbench's version, %d CPUs, %d bytes and %s",
+			f, cs.work, runtime.NumCPU(), mem["MemTotal"], work)
+	}
+	for _, bad := range []string{
+		strings.Replace(string(out), strconv.FormatInt(mem["MemTotal"]/1024, 10), "2.52762e+07", 1),
+		strings.Replace(string(out), "\n"+strconv.Itoa(runtime.NumCPU())+"\n", "\n\n", 1),
+	} {
+		if err := (&clientSide{name: "this host", bin: bin}).readProbe(bad); err == nil {
+			t.Errorf("readProbe(%q) = nil, want an error for the unreadable figure", bad)
 		}
 	}
 }
