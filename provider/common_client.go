@@ -38,7 +38,9 @@ func campaignClientBlock() schema.SingleNestedBlock {
 			"bandwidth with the client. Every PostgreSQL server stays on the server's host and listens only on the address the client host " +
 			"reaches it by; `pg_hba.conf` admits only the client host's address, with scram-sha-256 and a password made for the campaign " +
 			"(in no log, result or state). The round trip between the hosts is measured before each cell and recorded with the runs, with the " +
-			"client host's facts and its pgbench's CPU use (client-bound runs). The client host is locked for the campaign. " +
+			"client host's facts and its pgbench's CPU use (client-bound runs). With mode `tpcc` the TPC-C driver runs there too: the runner " +
+			"copies itself into the campaign's directory on the client host, which must be of the server's architecture (the dataset is " +
+			"loaded and checked on the server's host). The client host is locked for the campaign. " +
 			"Without this block pgbench runs on the server's host.",
 		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 		Attributes: map[string]schema.Attribute{

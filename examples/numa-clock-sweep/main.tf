@@ -470,7 +470,7 @@ resource "pgbench_ab_benchmark" "read_write" {
 # TPC-C last: write-heavy, where the clock sweep is not what limits the
 # server, so the patch must simply not make it slower. The verdict is on
 # NOPM; the check below warns on any cell where patched is slower.
-# TPC-C runs its driver on the metal host even with a client host.
+# With a client host, the TPC-C driver (the runner, copied there) runs on it.
 resource "pgbench_ab_benchmark" "tpcc" {
   host_connection  = pgbench_host.metal.connection_info
   settings         = local.settings
@@ -501,6 +501,14 @@ resource "pgbench_ab_benchmark" "tpcc" {
 
   server_numa = var.server_numa
   order       = "alternate"
+
+  dynamic "client" {
+    for_each = var.client_instance_type == null ? [] : [1]
+    content {
+      host_connection = pgbench_host.client[0].connection_info
+      bin_dir         = pgbench_postgres_build.client[0].bin_dir
+    }
+  }
 
   timeouts {
     create = "12h"

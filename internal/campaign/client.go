@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +26,7 @@ import (
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tpcc"
 )
 
 // A campaign with a client host runs every PostgreSQL server here and
@@ -75,9 +79,6 @@ func (c *Config) checkClient(f *faults) {
 	if c.ClientHostKey == "" {
 		f.add(at("client-host-key"), "Missing Client Host Key", "%s needs %s, the host key that host must present", ref("client-host"), ref("client-host-key"))
 	}
-	if c.tpcc() {
-		f.add(at("client-host"), "TPC-C With A Client Host", "mode tpcc runs its driver on the server's host; a client host runs pgbench modes only")
-	}
 	if c.ClientNUMA != "" {
 		f.add(at("client-numa"), "Client Pinning With A Client Host", "%s pins pgbench on the server's host; with %s pgbench runs on another host, unpinned", ref("client-numa"), ref("client-host"))
 	}
@@ -93,7 +94,11 @@ type clientSide struct {
 	facts    report.ClientHost
 	password string
 	work     string // the campaign's directory on the client host
-	unlock   func()
+	arch     string // uname -m
+	// driver is the TPC-C driver's executable there: this runner, copied
+	// into work for a campaign of mode tpcc.
+	driver string
+	unlock func()
 }
 
 // clientProbe prints what the runner learns of the client host: the
@@ -105,6 +110,7 @@ uname -r
 nproc
 sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\) kB$/\1/p' /proc/meminfo
 sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1
+uname -m
 mkdir -p -m 700 "$2" && echo "$2"`
 
 // connectClient reaches the client host, learns the addresses and facts,
@@ -140,6 +146,11 @@ func (e *engine) connectClient(ctx context.Context) error {
 	if err := cs.upload(ctx, "reach.sql", "SELECT 1;\n"); err != nil {
 		return err
 	}
+	if cfg.tpcc() {
+		if err := cs.uploadDriver(ctx); err != nil {
+			return err
+		}
+	}
 	b := make([]byte, 24)
 	rand.Read(b)
 	cs.password = hex.EncodeToString(b)
@@ -149,7 +160,7 @@ func (e *engine) connectClient(ctx context.Context) error {
 // readProbe reads clientProbe's output.
 func (cs *clientSide) readProbe(out string) error {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) < 7 {
+	if len(lines) < 8 {
 		return fmt.Errorf("client host %s: unexpected answer to the probe: %q", cs.name, out)
 	}
 	conn := strings.Fields(lines[0])
@@ -157,7 +168,7 @@ func (cs *clientSide) readProbe(out string) error {
 		return fmt.Errorf("client host %s: SSH_CONNECTION is %q, want 4 fields", cs.name, lines[0])
 	}
 	// Known first, so that a refused campaign removes it too.
-	cs.work = lines[6]
+	cs.work, cs.arch = lines[7], lines[6]
 	if lines[1] == "" {
 		return Invalid(at("client-bin-dir"), "Incomplete Client Bin Dir", "client host %s: %s has no pgbench", cs.name, cs.bin)
 	}
@@ -215,6 +226,32 @@ var stdinKey struct {
 func (cs *clientSide) upload(ctx context.Context, name, content string) error {
 	if _, err := cs.ex.Upload(ctx, strings.NewReader(content), path.Join(cs.work, name), 0o644); err != nil {
 		return fmt.Errorf("client host %s: %w", cs.name, err)
+	}
+	return nil
+}
+
+// unameArch is uname -m's name of each GOARCH the runner is built for.
+var unameArch = map[string][]string{"amd64": {"x86_64"}, "arm64": {"aarch64", "arm64"}}
+
+// uploadDriver copies this runner, the TPC-C driver, into the campaign's
+// directory on the client host, which must be of the same architecture.
+func (cs *clientSide) uploadDriver(ctx context.Context) error {
+	if want := unameArch[runtime.GOARCH]; !slices.Contains(want, cs.arch) {
+		return Invalid(at("client-host"), "Client Host Of Another Architecture",
+			"client host %s is %s, and mode tpcc runs its driver, this %s runner, there: use a client host of the server's architecture", cs.name, cs.arch, runtime.GOARCH)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("tpcc: find this executable: %w", err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return fmt.Errorf("tpcc: %w", err)
+	}
+	defer f.Close()
+	cs.driver = path.Join(cs.work, "pgbench-runner")
+	if _, err := cs.ex.Upload(ctx, f, cs.driver, 0o755); err != nil {
+		return fmt.Errorf("client host %s: copy the TPC-C driver: %w", cs.name, err)
 	}
 	return nil
 }
@@ -417,6 +454,44 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 		}
 	}
 	return stdout, stderrText, res, nil
+}
+
+// clientDriver runs the TPC-C driver drv (its executable replaced by the
+// copy on the client host) there against vs, as clientPgbench runs
+// pgbench: the password on its standard input, its CPU time from times.
+// With dir set, its command line, stdout and stderr are kept there (file
+// names prefixed with name).
+func (e *engine) clientDriver(ctx context.Context, vs *variantState, action string, o tpcc.Options, drv []string, dir, name string, v any) (remote.Result, error) {
+	cs := e.client
+	exe, _ := os.Executable()
+	var argv []string
+	for _, a := range drv {
+		if a == exe {
+			a = cs.driver
+		}
+		argv = append(argv, a)
+	}
+	o.Conn = tpcc.Conn{Host: cs.facts.ServerAddress, Port: serverPort(vs), User: ClientUser, DB: "postgres"}
+	argv = append(argv, append(o.Args(action), "--json")...)
+	cmd := remote.Command{Args: append([]string{"sh", "-c", clientRun, "sh", cs.work}, argv...),
+		Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
+	res, err := cs.ex.Run(ctx, cmd)
+	res.Stderr = cutTimes(&res)
+	if dir != "" {
+		os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+cs.name+"\n"+remote.QuoteArgs(argv)+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, name+"stdout"), res.Stdout, 0o644)
+		os.WriteFile(filepath.Join(dir, name+"stderr"), res.Stderr, 0o644)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("tpcc %s on the client host %s: %w", action, cs.name, shortStderr(err, res))
+	}
+	if err := json.Unmarshal(res.Stdout, v); err != nil {
+		return res, fmt.Errorf("tpcc %s on the client host %s: decode its result: %w", action, cs.name, err)
+	}
+	return res, nil
 }
 
 // killGraceClient lets a cancelled pgbench end its connections.

@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -129,6 +131,59 @@ func TestClientHostCampaign(t *testing.T) {
 	}
 }
 
+// TestClientHostTPCC runs a TPC-C campaign with its driver on a client
+// host, over the network: the dataset is loaded on the server's host, and
+// every warm-up and measured run is the runner's driver, copied to the
+// client host and run in its namespace. A variant that must scan tables
+// instead of using their indexes is a real slow-down, found on NOPM; the
+// driver's CPU use is measured there, and the results name the client.
+func TestClientHostTPCC(t *testing.T) {
+	bin := needPostgres(t)
+	h := testhost.New(t)
+	cfg := tpccConfig(bin, scratch(t), Variant{Name: "base"},
+		Variant{Name: "seqscan", Settings: map[string]string{"enable_indexscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off"}})
+	cfg.Clients, cfg.Iterations, cfg.Duration = []int{2}, 3, 2*time.Second
+	cfg.ClientHost = "root@" + net.JoinHostPort(h.Addr, strconv.Itoa(h.Port))
+	cfg.ClientHostKey, cfg.ClientBinDir, cfg.ClientKey = h.HostKeyLine, bin, h.ClientKeyPEM
+	// The driver on the client host is the copy of this test binary (the
+	// test driver): it reaches the server at h.HostAddr.
+	w := testhost.WatchProcesses([]string{"pgbench-runner"}, []string{h.HostAddr})
+	res, err := Execute(context.Background(), cfg, nil)
+	seen := w.Stop()["pgbench-runner"]
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if ns := h.NetnsInode(); seen[ns] == 0 || len(seen) != 1 {
+		t.Errorf("the TPC-C driver seen in network namespaces %v; want only in the client host's (%d)", seen, ns)
+	}
+	if c := res.Client; c == nil || c.Address != h.Addr || c.ServerAddress != h.HostAddr {
+		t.Errorf("results' client = %+v, want address %s reaching %s", c, h.Addr, h.HostAddr)
+	}
+	for _, r := range res.Runs {
+		if !(r.NOPM > 0 && r.TPM > r.NOPM) || r.NetworkRTTMS <= 0 || r.Client == nil || r.Client.CPUSeconds <= 0 {
+			t.Errorf("run %d: NOPM %g, TPM %g, rtt %v ms, client %+v; want NOPM, TPM above it, a round trip and the driver's CPU on the client host",
+				r.Seq, r.NOPM, r.TPM, r.NetworkRTTMS, r.Client)
+		}
+	}
+	cmp := res.Cells[0].Comparisons[0]
+	t.Logf("seqscan vs base over the network: %+.1f%% [%s] NOPM, %s", cmp.DeltaPct, ciString(cmp), cmp.Verdict)
+	if cmp.Candidate != "seqscan" || cmp.Verdict != report.VerdictSlower {
+		t.Errorf("seqscan vs base = %+v, want slower", cmp)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, res.Runs[0].LogDir, "command"))
+	if err != nil || !strings.Contains(string(b), "# on the client host") || !strings.Contains(string(b), "--host="+h.HostAddr) || strings.Contains(string(b), "PASSWORD") {
+		t.Errorf("run 1's command = %q (%v), want the driver's command on the client host, reaching %s, without a password", b, err, h.HostAddr)
+	}
+	for _, v := range []string{"base", "seqscan"} {
+		if d := res.Workload.TPCC.Datasets[v]; d.FinalCheck == nil || !d.FinalCheck.Passed {
+			t.Errorf("%s: check after the runs %+v, want its conditions holding", v, d.FinalCheck)
+		}
+	}
+	if _, err := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(err) {
+		t.Errorf("the campaign's directory on the client host, with the driver's copy, is left after it (%v)", err)
+	}
+}
+
 // TestClientHostRefusals: a client bin dir without pgbench is refused
 // before anything starts, and a client host that cannot reach the server
 // is an error naming both addresses, before any measured run.
@@ -176,6 +231,11 @@ func TestCheckClient(t *testing.T) {
 	if err := base().Validate(); err != nil {
 		t.Fatalf("a complete client host: %v", err)
 	}
+	tpccClient := base()
+	tpccClient.Mode, tpccClient.Warehouses, tpccClient.Scale = ModeTPCC, 1, 0
+	if err := tpccClient.Validate(); err != nil {
+		t.Fatalf("a client host with mode tpcc: %v", err)
+	}
 	for _, tc := range []struct {
 		name, flag, want string
 		change           func(*Config)
@@ -185,7 +245,6 @@ func TestCheckClient(t *testing.T) {
 		{"host without host key", "client-host-key", "needs --client-host-key", func(c *Config) { c.ClientHostKey = "" }},
 		{"bad port", "client-host", "is not a port number", func(c *Config) { c.ClientHost = "root@h:99999" }},
 		{"no host", "client-host", "want [user@]host[:port]", func(c *Config) { c.ClientHost = "root@" }},
-		{"tpcc", "client-host", "pgbench modes only", func(c *Config) { c.Mode, c.Warehouses = ModeTPCC, 1 }},
 		{"client pinning", "client-numa", "unpinned", func(c *Config) { c.ClientNUMA = "cpunodebind=1" }},
 	} {
 		c := base()
@@ -227,9 +286,9 @@ func TestClientProbeReadsThisHost(t *testing.T) {
 	}
 	f := cs.facts
 	if f.Address != "10.0.0.2" || f.ServerAddress != "10.0.0.1" || !strings.HasPrefix(f.PgbenchVersion, "pgbench (PostgreSQL) ") ||
-		f.CPUs != runtime.NumCPU() || f.MemoryBytes != mem["MemTotal"] || f.Kernel == "" || cs.work != work {
-		t.Errorf("facts = %+v, work %q; want addresses 10.0.0.2 from 10.0.0.1, pgbench's version, %d CPUs, %d bytes and %s",
-			f, cs.work, runtime.NumCPU(), mem["MemTotal"], work)
+		f.CPUs != runtime.NumCPU() || f.MemoryBytes != mem["MemTotal"] || f.Kernel == "" || cs.work != work || !slices.Contains(unameArch[runtime.GOARCH], cs.arch) {
+		t.Errorf("facts = %+v, work %q, arch %q; want addresses 10.0.0.2 from 10.0.0.1, pgbench's version, %d CPUs, %d bytes, %s and this machine's architecture",
+			f, cs.work, cs.arch, runtime.NumCPU(), mem["MemTotal"], work)
 	}
 	for _, bad := range []string{
 		strings.Replace(string(out), strconv.FormatInt(mem["MemTotal"]/1024, 10), "2.52762e+07", 1),

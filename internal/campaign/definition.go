@@ -74,7 +74,7 @@ var Fields = []Field{
 	{Flag: "server-numa", Attribute: "server_numa", Usage: "pinning of the postmaster with numactl, e.g. cpunodebind=0,membind=0"},
 	{Flag: "client-numa", Attribute: "client_numa", Usage: "pinning of pgbench with numactl, e.g. cpunodebind=1,membind=1"},
 	{Flag: "client-host", Attribute: "client.host_connection",
-		Usage: "host that runs every pgbench, over SSH, as [user@]host[:port]: the servers stay on this host and listen only on the address that host reaches them by, for its address alone, with scram-sha-256 and a password made for the campaign"},
+		Usage: "host that runs every pgbench, over SSH, as [user@]host[:port]: the servers stay on this host and listen only on the address that host reaches them by, for its address alone, with scram-sha-256 and a password made for the campaign; with mode tpcc the driver runs there too (this runner, copied into the campaign's directory there: the host must be of this one's architecture)"},
 	{Flag: "client-host-key", Usage: "host key the client host must present: an authorized_keys line or a SHA256: fingerprint (required with client-host)"},
 	{Flag: "client-bin-dir", Attribute: "client.bin_dir", Usage: "directory with pgbench on the client host, e.g. the bin_dir of a pgbench_postgres_build there (required with a client host)"},
 	{Flag: "client-key-file", Usage: "file with the SSH private key of the client host, - for standard input; without it the ssh-agent's keys are tried. How the runner reaches the host, not part of the campaign"},

@@ -77,22 +77,35 @@ func (e *engine) tpccOptions(vs *variantState) tpcc.Options {
 	return tpcc.Options{Conn: tpcc.Conn{Host: vs.cluster.SocketDir(), Port: 5432, User: "postgres", DB: "postgres"}, Warehouses: e.cfg.Warehouses}
 }
 
-// driver runs `pgbench-runner tpcc action` with o and decodes its JSON
-// result into v. A measured run (pinned) runs under the client's prefix
-// and pinning; its command line and output are kept in dir, named with
-// prefix name. onStart (may be nil) gets the driver's pid.
-func (e *engine) driver(ctx context.Context, action string, o tpcc.Options, pinned bool, dir, name string, onStart func(int), v any) (remote.Result, error) {
+// driverCommand is the command of `pgbench-runner tpcc`: TPCCDriver, or
+// this executable.
+func (e *engine) driverCommand() ([]string, error) {
+	if len(e.cfg.TPCCDriver) > 0 {
+		return e.cfg.TPCCDriver, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("tpcc: find this executable: %w", err)
+	}
+	return []string{exe, "tpcc"}, nil
+}
+
+// driver runs `pgbench-runner tpcc action` with o against vs and decodes
+// its JSON result into v. A measured run or warm-up (pinned) runs under
+// the client's prefix and pinning, or on the client host; its command line
+// and output are kept in dir, named with prefix name. onStart (may be nil)
+// gets the driver's pid when it runs here.
+func (e *engine) driver(ctx context.Context, vs *variantState, action string, o tpcc.Options, pinned bool, dir, name string, onStart func(int), v any) (remote.Result, error) {
+	drv, err := e.driverCommand()
+	if err != nil {
+		return remote.Result{}, err
+	}
+	if pinned && e.client != nil {
+		return e.clientDriver(ctx, vs, action, o, drv, dir, name, v)
+	}
 	var argv []string
 	if pinned {
 		argv = append(append(argv, e.cfg.ClientPrefix...), e.clientWrap...)
-	}
-	drv := e.cfg.TPCCDriver
-	if len(drv) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return remote.Result{}, fmt.Errorf("tpcc: find this executable: %w", err)
-		}
-		drv = []string{exe, "tpcc"}
 	}
 	argv = append(append(argv, drv...), append(o.Args(action), "--json")...)
 	cmd := remote.Command{Args: argv, Dir: "/", OnStart: onStart}
@@ -130,7 +143,7 @@ func (e *engine) loadTPCC(ctx context.Context, vs *variantState, stamp *Stamp) e
 		return err
 	}
 	var lr tpcc.LoadResult
-	if _, err := e.driver(ctx, tpcc.ActionLoad, e.tpccOptions(vs), false, dir, "", nil, &lr); err != nil {
+	if _, err := e.driver(ctx, vs, tpcc.ActionLoad, e.tpccOptions(vs), false, dir, "", nil, &lr); err != nil {
 		return fmt.Errorf("variant %s: load: %w", vs.Name, err)
 	}
 	if !lr.Check.Passed {
@@ -147,7 +160,7 @@ func (e *engine) runTPCC(ctx context.Context, vs *variantState, st Step, d time.
 	o := e.tpccOptions(vs)
 	o.Clients, o.Duration = st.Clients, d
 	var rr tpcc.RunResult
-	res, err := e.driver(ctx, tpcc.ActionRun, o, true, dir, name, onStart, &rr)
+	res, err := e.driver(ctx, vs, tpcc.ActionRun, o, true, dir, name, onStart, &rr)
 	if err != nil {
 		return nil, res, fmt.Errorf("variant %s, %d clients, iteration %d: %w", vs.Name, st.Clients, st.Iteration, err)
 	}
@@ -187,7 +200,7 @@ func (e *engine) finalChecks(ctx context.Context) error {
 		}
 		e.phase("check %s: TPC-C consistency conditions", vs.Name)
 		var cr tpcc.CheckResult
-		if _, err := e.driver(ctx, tpcc.ActionCheck, e.tpccOptions(vs), false, "", "", nil, &cr); err != nil {
+		if _, err := e.driver(ctx, vs, tpcc.ActionCheck, e.tpccOptions(vs), false, "", "", nil, &cr); err != nil {
 			return fmt.Errorf("variant %s: %w", vs.Name, err)
 		}
 		if err := mkdirFor(filepath.Dir(checkPath(e.cfg.OutDir, vs.Name))); err != nil {

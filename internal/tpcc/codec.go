@@ -37,7 +37,7 @@ type Options struct {
 
 // BindFlags declares the options' flags in fs, bound to o.
 func BindFlags(fs *pflag.FlagSet, o *Options) {
-	fs.StringVar(&o.Host, "host", "", "the server's Unix socket directory (or host name)")
+	fs.StringVar(&o.Host, "host", "", "the server's Unix socket directory (or host name; a password, if the server asks for one, comes from PGPASSWORD)")
 	fs.IntVar(&o.Port, "port", 5432, "the server's port")
 	fs.StringVar(&o.User, "user", "postgres", "database user")
 	fs.StringVar(&o.DB, "dbname", "postgres", "database")

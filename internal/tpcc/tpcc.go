@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -86,7 +87,9 @@ func (c Conn) config() (*pgx.ConnConfig, error) {
 	if c.DB != "" {
 		cfg.Database = c.DB
 	}
-	cfg.Password = ""
+	// A password only from PGPASSWORD, as pgbench takes it: a campaign
+	// with a client host gives it there, never in a flag.
+	cfg.Password = os.Getenv("PGPASSWORD")
 	cfg.Fallbacks = nil
 	cfg.RuntimeParams = map[string]string{"application_name": "pgbench-runner-tpcc"}
 	cfg.ConnectTimeout = 30 * time.Second
