@@ -2,7 +2,6 @@ package campaign
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/hostlock"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/observe"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/pgbench"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
@@ -98,6 +98,8 @@ type clientSide struct {
 	// driver is the TPC-C driver's executable there: this runner, copied
 	// into work for a campaign of mode tpcc.
 	driver string
+	// lastOS is the OS counters around the last run there (takeOS).
+	lastOS *clientOS
 	unlock func()
 }
 
@@ -408,13 +410,37 @@ func (e *engine) clientConnArgs(vs *variantState) []string {
 
 // clientRun runs pgbench on the client host in the directory $1, made if
 // need be: the password comes on its standard input into PGPASSWORD, and
-// the shell reports the CPU time pgbench used (times) at the end of its
-// stderr. One SSH session per run: sessions cost a busy host seconds.
+// the shell reports at the end of its stderr the CPU time pgbench used
+// (times) and the host's /proc/stat and /proc/vmstat from before and after
+// it. One SSH session per run: sessions cost a busy host seconds.
 const clientRun = `IFS= read -r PGPASSWORD; export PGPASSWORD; PGCONNECT_TIMEOUT=10; export PGCONNECT_TIMEOUT
 mkdir -p "$1" && cd "$1" || exit 1; shift
-"$@"; rc=$?; { echo "` + timesMarker + `"; times; } >&2; exit $rc`
+stat0=$(cat /proc/stat); vmstat0=$(cat /proc/vmstat)
+"$@"; rc=$?
+{ echo "` + timesMarker + `"; times
+echo "` + osMarker + `stat0"; printf '%s\n' "$stat0"; echo "` + osMarker + `vmstat0"; printf '%s\n' "$vmstat0"
+echo "` + osMarker + `stat1"; cat /proc/stat; echo "` + osMarker + `vmstat1"; cat /proc/vmstat; } >&2; exit $rc`
 
-const timesMarker = "pgbench-runner-times:"
+// The markers of clientRun's report: the times, then each file's text.
+const (
+	timesMarker = "pgbench-runner-times:"
+	osMarker    = "pgbench-runner-os:"
+)
+
+// ClientHostCounters prefixes the OS counters of the client host, in a
+// run's counters beside the server host's (os.*).
+const ClientHostCounters = "client_host."
+
+// clientOS is the client host's OS counters around one run there.
+type clientOS struct{ before, after *observe.OSSnapshot }
+
+// takeOS hands over the client host's OS counters around the last run
+// there, once.
+func (cs *clientSide) takeOS() *clientOS {
+	s := cs.lastOS
+	cs.lastOS = nil
+	return s
+}
 
 var timesRE = regexp.MustCompile(`(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s`)
 
@@ -443,7 +469,7 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 	argv := append([]string{"sh", "-c", script, "sh", remoteDir, path.Join(cs.bin, "pgbench")}, append(args, e.clientConnArgs(vs)...)...)
 	cmd := remote.Command{Args: argv, Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
 	res, err = cs.ex.Run(ctx, cmd)
-	res.Stderr = cutTimes(&res)
+	res.Stderr, cs.lastOS = cutReport(&res)
 	stdout, stderrText = string(res.Stdout), string(res.Stderr)
 	if err != nil {
 		return stdout, stderrText, res, err
@@ -476,7 +502,7 @@ func (e *engine) clientDriver(ctx context.Context, vs *variantState, action stri
 	cmd := remote.Command{Args: append([]string{"sh", "-c", clientRun, "sh", cs.work}, argv...),
 		Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
 	res, err := cs.ex.Run(ctx, cmd)
-	res.Stderr = cutTimes(&res)
+	res.Stderr, cs.lastOS = cutReport(&res)
 	if dir != "" {
 		os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+cs.name+"\n"+remote.QuoteArgs(argv)+"\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, name+"stdout"), res.Stdout, 0o644)
@@ -497,32 +523,37 @@ func (e *engine) clientDriver(ctx context.Context, vs *variantState, action stri
 // killGraceClient lets a cancelled pgbench end its connections.
 const killGraceClient = 10 * time.Second
 
-// cutTimes takes the times line off res's stderr into its CPU times.
-func cutTimes(res *remote.Result) []byte {
+// cutReport takes clientRun's report off the end of res's stderr: the
+// CPU times into res, the OS counters into the clientOS it returns (nil
+// when the report is cut short, as by a cancel).
+func cutReport(res *remote.Result) ([]byte, *clientOS) {
+	text := string(res.Stderr)
+	i := strings.LastIndex(text, timesMarker+"\n")
+	if i < 0 || (i > 0 && text[i-1] != '\n') {
+		return res.Stderr, nil
+	}
+	keep, report := text[:i], text[i+len(timesMarker)+1:]
+	parts := strings.Split(report, "\n"+osMarker)
 	// times prints the shell's own times, then its children's: pgbench's.
-	var keep []string
-	after := -1
-	sc := bufio.NewScanner(strings.NewReader(string(res.Stderr)))
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case l == timesMarker:
-			after = 0
-			continue
-		case after >= 0 && after < 2:
-			after++
-			if m := timesRE.FindStringSubmatch(l); m != nil && after == 2 {
-				res.UserTime = minSec(m[1], m[2])
-				res.SystemTime = minSec(m[3], m[4])
-			}
-			continue
+	if m := timesRE.FindAllStringSubmatch(parts[0], -1); len(m) >= 2 {
+		res.UserTime = minSec(m[1][1], m[1][2])
+		res.SystemTime = minSec(m[1][3], m[1][4])
+	}
+	files := map[string][]byte{}
+	for _, p := range parts[1:] {
+		name, body, _ := strings.Cut(p, "\n")
+		files[name] = []byte(body)
+	}
+	var s *clientOS
+	if before, err := observe.ParseOS(files["stat0"], files["vmstat0"]); err == nil {
+		if after, err := observe.ParseOS(files["stat1"], files["vmstat1"]); err == nil {
+			s = &clientOS{before, after}
 		}
-		keep = append(keep, l)
 	}
-	if len(keep) == 0 {
-		return nil
+	if keep == "" {
+		return nil, s
 	}
-	return []byte(strings.Join(keep, "\n") + "\n")
+	return []byte(keep), s
 }
 
 func minSec(m, s string) time.Duration {

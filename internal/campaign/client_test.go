@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/remote"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/sysinfo"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
@@ -89,6 +91,7 @@ func TestClientHostCampaign(t *testing.T) {
 		if r.NetworkRTTMS <= 0 || r.TPS <= 0 || r.LoggedTransactions <= 0 || r.Client == nil || r.Client.CPUSeconds <= 0 {
 			t.Errorf("run %d: rtt %v ms, tps %v, %d logged, client %+v: want all measured on the client host; warnings %q", r.Seq, r.NetworkRTTMS, r.TPS, r.LoggedTransactions, r.Client, res.Warnings)
 		}
+		checkClientHostCounters(t, r)
 	}
 	for _, v := range res.Variants {
 		if got := v.Settings["listen_addresses"]; got != h.HostAddr {
@@ -164,6 +167,7 @@ func TestClientHostTPCC(t *testing.T) {
 			t.Errorf("run %d: NOPM %g, TPM %g, rtt %v ms, client %+v; want NOPM, TPM above it, a round trip and the driver's CPU on the client host",
 				r.Seq, r.NOPM, r.TPM, r.NetworkRTTMS, r.Client)
 		}
+		checkClientHostCounters(t, r)
 	}
 	cmp := res.Cells[0].Comparisons[0]
 	t.Logf("seqscan vs base over the network: %+.1f%% [%s] NOPM, %s", cmp.DeltaPct, ciString(cmp), cmp.Verdict)
@@ -181,6 +185,56 @@ func TestClientHostTPCC(t *testing.T) {
 	}
 	if _, err := os.Stat("/tmp/pgbench-client-" + cfg.Key()); !os.IsNotExist(err) {
 		t.Errorf("the campaign's directory on the client host, with the driver's copy, is left after it (%v)", err)
+	}
+}
+
+// checkClientHostCounters checks a run with a client host has that host's
+// OS counters in their own rows beside the server host's: CPU time and
+// context switches, which pgbench's run there made grow.
+func checkClientHostCounters(t *testing.T, r report.Run) {
+	t.Helper()
+	for _, k := range []string{"os.cpu.user_s", "os.context_switches"} {
+		if v := r.Counters[ClientHostCounters+k]; v <= 0 {
+			t.Errorf("run %d: %s%s = %v, want the client host's counter grown over the run", r.Seq, ClientHostCounters, k, v)
+		}
+		if _, ok := r.Counters[k]; !ok {
+			t.Errorf("run %d: the server host's %s is missing", r.Seq, k)
+		}
+	}
+	if src := report.CounterSource(ClientHostCounters + "os.cpu.user_s"); src == report.CounterSource("os.cpu.user_s") {
+		t.Errorf("the client host's counters are listed as %q, as the server host's", src)
+	}
+}
+
+// TestCutReport: clientRun's report comes off pgbench's stderr whole, its
+// times into the result and its OS counters into a clientOS; a report cut
+// short (a cancelled run) leaves the counters out.
+func TestCutReport(t *testing.T) {
+	stat := func(user, ctxt int) string {
+		return fmt.Sprintf("cpu  %d 0 50 1000 0 0 0 0 0 0\ncpu0 %d 0 50 1000 0 0 0 0 0 0\nctxt %d\n", user, user, ctxt)
+	}
+	report := "pgbench: warning: something\n" + timesMarker + "\n0m0.01s 0m0.02s\n0m1.50s 0m0.25s\n" +
+		osMarker + "stat0\n" + stat(100, 1000) + osMarker + "vmstat0\npgfault 10\n" +
+		osMarker + "stat1\n" + stat(400, 5000) + osMarker + "vmstat1\npgfault 30\n"
+	res := remote.Result{Stderr: []byte(report)}
+	stderr, s := cutReport(&res)
+	if string(stderr) != "pgbench: warning: something\n" || res.UserTime != 1500*time.Millisecond || res.SystemTime != 250*time.Millisecond {
+		t.Errorf("stderr %q, user %v, system %v; want pgbench's line alone, 1.5 s and 0.25 s", stderr, res.UserTime, res.SystemTime)
+	}
+	if s == nil {
+		t.Fatal("no OS counters")
+	}
+	d := s.before.Delta(s.after)
+	if d["os.cpu.user_s"] != 3 || d["os.context_switches"] != 4000 || d["os.vmstat.pgfault"] != 20 {
+		t.Errorf("delta = %v, want 3 s of user time, 4000 context switches, 20 page faults", d)
+	}
+	cut := remote.Result{Stderr: []byte(report[:strings.Index(report, osMarker+"stat1")])}
+	if _, s := cutReport(&cut); s != nil || cut.UserTime != 1500*time.Millisecond {
+		t.Errorf("a report without its after-counters: counters %v, user %v; want none, and the times", s, cut.UserTime)
+	}
+	none := remote.Result{Stderr: []byte("pgbench: fatal\n")}
+	if stderr, s := cutReport(&none); string(stderr) != "pgbench: fatal\n" || s != nil {
+		t.Errorf("no report: stderr %q, counters %v; want the stderr as it was", stderr, s)
 	}
 }
 

@@ -81,7 +81,7 @@ var Fields = []Field{
 	{Flag: "sampling-rate", Default: "auto",
 		Usage: fmt.Sprintf("share of transactions a measured run writes to its per-transaction log (pgbench --sampling-rate): a fraction in (0, 1], or auto, which keeps a run's log under %d lines whatever the TPS", MaxLogLines)},
 	{Flag: "counters", Attribute: "observe.counters", Default: "true",
-		Usage: "record the OS and PostgreSQL counters of every measured run (CPU time by kind, context switches, page faults, NUMA, the data directory's disk; pg_stat_database, checkpoints, pg_stat_io) and pgbench's own CPU use, which flags client-bound runs"},
+		Usage: "record the OS and PostgreSQL counters of every measured run (CPU time by kind, context switches, page faults, NUMA, the data directory's disk; pg_stat_database, checkpoints, pg_stat_io) and pgbench's own CPU use, which flags client-bound runs; with a client host, that host's CPU time, context switches and page faults too (client_host.os.*)"},
 	{Flag: "wait-sample-interval", Attribute: "observe.wait_sample_interval", Default: "100ms",
 		Usage: "with counters: how often pg_stat_activity is sampled for the wait events of active backends during a measured run, over one connection; 0 for never"},
 	{Flag: "profile", Attribute: "observe.profile", Default: ProfileNone,

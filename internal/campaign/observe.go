@@ -202,6 +202,15 @@ func (o *observation) finish(ctx context.Context, r *report.Run, client remote.R
 		}
 		maps.Copy(c, o.pg0.Delta(pg1))
 		maps.Copy(c, o.os0.Delta(os1))
+		if cs := o.e.client; cs != nil {
+			if s := cs.takeOS(); s != nil {
+				for k, v := range s.before.Delta(s.after) {
+					c[ClientHostCounters+k] = v
+				}
+			} else {
+				o.e.warn("run %d (%s, %d clients): the client host's OS counters did not come back", o.st.Seq, o.st.Variant, o.st.Clients)
+			}
+		}
 		r.Counters = c
 		r.Client = o.clientCPU(client)
 		r.ClientBound = r.Client.Share >= report.ClientBoundShare

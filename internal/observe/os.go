@@ -7,7 +7,9 @@ package observe
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +88,17 @@ func delta(a, b Counters) Counters {
 	return out
 }
 
+// ParseOS is the machine-wide counters of ReadOS from the text of
+// /proc/stat and /proc/vmstat, as another host printed them.
+func ParseOS(stat, vmstat []byte) (*OSSnapshot, error) {
+	s := &OSSnapshot{values: Counters{}}
+	if err := s.parseStat(bytes.NewReader(stat), "/proc/stat", nil); err != nil {
+		return nil, err
+	}
+	s.parseVMStat(vmstat)
+	return s, nil
+}
+
 func (s *OSSnapshot) readStat(root string, serverCPUs []int) error {
 	path := filepath.Join(root, "proc/stat")
 	f, err := os.Open(path)
@@ -93,7 +106,11 @@ func (s *OSSnapshot) readStat(root string, serverCPUs []int) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return s.parseStat(f, path, serverCPUs)
+}
+
+func (s *OSSnapshot) parseStat(r io.Reader, path string, serverCPUs []int) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	found := false
 	for sc.Scan() {
@@ -154,6 +171,11 @@ func (s *OSSnapshot) readVMStat(root string) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
+	s.parseVMStat(b)
+	return nil
+}
+
+func (s *OSSnapshot) parseVMStat(b []byte) {
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, " ")
 		if !ok || !slices.Contains(vmstatKeys, k) {
@@ -163,7 +185,6 @@ func (s *OSSnapshot) readVMStat(root string) error {
 			s.values["os.vmstat."+k] = n
 		}
 	}
-	return nil
 }
 
 // readNumastat reads each NUMA node's numastat: os.node<N>.numa_hit and

@@ -59,6 +59,8 @@ func CounterSource(name string) string {
 		return "wait events"
 	case strings.HasPrefix(name, "client."):
 		return "client"
+	case strings.HasPrefix(name, "client_host."):
+		return "client host's OS"
 	}
 	return "OS"
 }
