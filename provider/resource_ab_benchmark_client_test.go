@@ -12,6 +12,7 @@ import (
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/campaign"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
@@ -73,39 +74,7 @@ func TestAccABBenchmarkClientHost(t *testing.T) {
 	server, client := testhost.NewPair(t)
 	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
 	localDir := filepath.Join(t.TempDir(), "report")
-	config := fmt.Sprintf(`
-resource "pgbench_host" "server" {
-  install_dir = %q
-  ssh {
-    host        = %q
-    private_key = %q
-    host_key    = %q
-  }
-}
-
-resource "pgbench_host" "client" {
-  install_dir = %q
-  ssh {
-    host        = %q
-    private_key = %q
-    host_key    = %q
-  }
-}
-
-resource "pgbench_postgres_build" "server" {
-  host_connection = pgbench_host.server.connection_info
-  source {
-    system = %q
-  }
-}
-
-resource "pgbench_postgres_build" "client" {
-  host_connection = pgbench_host.client.connection_info
-  source {
-    system = %q
-  }
-}
-
+	config := clientPairConfig(server, client, serverDir, clientDir) + fmt.Sprintf(`
 resource "pgbench_ab_benchmark" "ab" {
   host_connection = pgbench_host.server.connection_info
   settings        = { shared_buffers = "32MB" }
@@ -130,9 +99,7 @@ resource "pgbench_ab_benchmark" "ab" {
     bin_dir         = pgbench_postgres_build.client.bin_dir
   }
 }
-`, serverDir, server.Addr, server.ClientKeyPEM, server.HostKeyLine,
-		clientDir, client.Addr, client.ClientKeyPEM, client.HostKeyLine,
-		systemPGBin, systemPGBin, localDir)
+`, localDir)
 
 	// Every process of the campaign names the server's address (pgbench
 	// -h) or a data directory under the server's install dir (postgres -D).
@@ -202,4 +169,137 @@ func checkClientHostAttr(st *terraform.State, clientAddr, serverAddr string) err
 		return fmt.Errorf("client_host = %+v, want address %s reaching %s, with its pgbench version, CPUs, memory and kernel", got, clientAddr, serverAddr)
 	}
 	return nil
+}
+
+// clientPairConfig is two pgbench_host resources, server and client, on
+// the test hosts, each with a system build of PostgreSQL 15.
+func clientPairConfig(server, client *testhost.Host, serverDir, clientDir string) string {
+	return fmt.Sprintf(`
+resource "pgbench_host" "server" {
+  install_dir = %q
+  ssh {
+    host        = %q
+    private_key = %q
+    host_key    = %q
+  }
+}
+
+resource "pgbench_host" "client" {
+  install_dir = %q
+  ssh {
+    host        = %q
+    private_key = %q
+    host_key    = %q
+  }
+}
+
+resource "pgbench_postgres_build" "server" {
+  host_connection = pgbench_host.server.connection_info
+  source {
+    system = %q
+  }
+}
+
+resource "pgbench_postgres_build" "client" {
+  host_connection = pgbench_host.client.connection_info
+  source {
+    system = %q
+  }
+}
+`, serverDir, server.Addr, server.ClientKeyPEM, server.HostKeyLine,
+		clientDir, client.Addr, client.ClientKeyPEM, client.HostKeyLine,
+		systemPGBin, systemPGBin)
+}
+
+// TestAccABBenchmarkClientHostTPCC: the two hosts again, a TPC-C campaign
+// with a client block. While the client host cannot reach the server's
+// port, the apply fails with an error naming both addresses before any
+// measured run; once it can, the campaign runs its driver on the client
+// host, over the network, and finds the real slow-down of a variant that
+// scans tables instead of using their indexes.
+func TestAccABBenchmarkClientHostTPCC(t *testing.T) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
+	server, client := testhost.NewPair(t)
+	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
+	localDir := filepath.Join(t.TempDir(), "report")
+	config := clientPairConfig(server, client, serverDir, clientDir) + fmt.Sprintf(`
+resource "pgbench_ab_benchmark" "ab" {
+  host_connection = pgbench_host.server.connection_info
+  settings        = { shared_buffers = "128MB", max_wal_size = "4GB" }
+  local_dir       = %q
+  variant {
+    name    = "base"
+    bin_dir = pgbench_postgres_build.server.bin_dir
+  }
+  variant {
+    name     = "seqscan"
+    bin_dir  = pgbench_postgres_build.server.bin_dir
+    settings = { enable_indexscan = "off", enable_bitmapscan = "off", enable_indexonlyscan = "off" }
+  }
+  workload {
+    mode       = "tpcc"
+    warehouses = 1
+    clients    = [2]
+    duration   = "2s"
+    iterations = 3
+    warmup     = "1s"
+  }
+  client {
+    host_connection = pgbench_host.client.connection_info
+    bin_dir         = pgbench_postgres_build.client.bin_dir
+  }
+}
+`, localDir)
+	// The client host's connections to PostgreSQL's port are refused by a
+	// routing rule in its namespace; its SSH still works.
+	block := []string{"ip", "rule", "add", "ipproto", "tcp", "dport", "5432", "prohibit"}
+	unreachable := regexp.MustCompile(fmt.Sprintf(`(?s)client host.*\(%s\).*cannot.*reach.*the.*server.*at.*%s:5432`, regexp.QuoteMeta(client.Addr), regexp.QuoteMeta(server.Addr)))
+	tfresource.Test(t, tfresource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if c, err := net.DialTimeout("tcp", net.JoinHostPort(server.Addr, "5432"), time.Second); err == nil {
+				c.Close()
+				return fmt.Errorf("a server still listens on %s:5432 after destroy", server.Addr)
+			}
+			return nil
+		},
+		Steps: []tfresource.TestStep{
+			{
+				PreConfig:   func() { client.Exec(t, block...) },
+				Config:      config,
+				ExpectError: unreachable,
+			},
+			{
+				PreConfig: func() {
+					block[2] = "del"
+					client.Exec(t, block...)
+				},
+				Config: config,
+				Check: func(st *terraform.State) error {
+					if err := checkClientHostAttr(st, client.Addr, server.Addr); err != nil {
+						return err
+					}
+					res, err := readResults(filepath.Join(localDir, "results.json"))
+					if err != nil {
+						return err
+					}
+					if len(res.Cells) != 1 || len(res.Cells[0].Comparisons) != 1 {
+						return fmt.Errorf("cells %+v, want one with one comparison", res.Cells)
+					}
+					if cmp := res.Cells[0].Comparisons[0]; cmp.Candidate != "seqscan" || cmp.Verdict != report.VerdictSlower {
+						return fmt.Errorf("seqscan vs base over the network = %+v, want slower", cmp)
+					}
+					for _, r := range res.Runs {
+						if r.NOPM <= 0 || r.NetworkRTTMS <= 0 || r.Client == nil || r.Counters[campaign.ClientHostCounters+"os.cpu.user_s"] <= 0 {
+							return fmt.Errorf("run %d: NOPM %v, rtt %v ms, client %+v: want NOPM, a round trip and the driver's CPU and OS counters on the client host",
+								r.Seq, r.NOPM, r.NetworkRTTMS, r.Client)
+						}
+					}
+					return nil
+				},
+			},
+		},
+	})
 }
