@@ -69,12 +69,9 @@ resource "pgbench_ab_benchmark" "ab" {
 // the results name the client host's address and a round trip per run;
 // after destroy nothing listens on the server's address.
 func TestAccABBenchmarkClientHost(t *testing.T) {
-	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", systemPGBin)
-	server, client := testhost.NewPair(t)
-	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
+	server, client, serverDir, hosts := newClientPair(t)
 	localDir := filepath.Join(t.TempDir(), "report")
-	config := clientPairConfig(server, client, serverDir, clientDir) + fmt.Sprintf(`
+	config := hosts + fmt.Sprintf(`
 resource "pgbench_ab_benchmark" "ab" {
   host_connection = pgbench_host.server.connection_info
   settings        = { shared_buffers = "32MB" }
@@ -94,11 +91,7 @@ resource "pgbench_ab_benchmark" "ab" {
     iterations = 2
     warmup     = "0s"
   }
-  client {
-    host_connection = pgbench_host.client.connection_info
-    bin_dir         = pgbench_postgres_build.client.bin_dir
-  }
-}
+`+clientBlock+`}
 `, localDir)
 
 	// Every process of the campaign names the server's address (pgbench
@@ -108,13 +101,7 @@ resource "pgbench_ab_benchmark" "ab" {
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			if c, err := net.DialTimeout("tcp", net.JoinHostPort(server.Addr, "5432"), time.Second); err == nil {
-				c.Close()
-				return fmt.Errorf("a server still listens on %s:5432 after destroy", server.Addr)
-			}
-			return nil
-		},
+		CheckDestroy:             nothingListensOn(server.Addr),
 		Steps: []tfresource.TestStep{{
 			Config: config,
 			Check: func(st *terraform.State) error {
@@ -171,10 +158,15 @@ func checkClientHostAttr(st *terraform.State, clientAddr, serverAddr string) err
 	return nil
 }
 
-// clientPairConfig is two pgbench_host resources, server and client, on
-// the test hosts, each with a system build of PostgreSQL 15.
-func clientPairConfig(server, client *testhost.Host, serverDir, clientDir string) string {
-	return fmt.Sprintf(`
+// newClientPair is two test hosts on one bridge, server and client, and
+// their configuration: a pgbench_host resource for each (the server's
+// installed in serverDir), each with a system build of PostgreSQL 15.
+func newClientPair(t *testing.T) (server, client *testhost.Host, serverDir, config string) {
+	testhost.RequireRoot(t)
+	testhost.RequireCommand(t, "pgbench", systemPGBin)
+	server, client = testhost.NewPair(t)
+	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
+	return server, client, serverDir, fmt.Sprintf(`
 resource "pgbench_host" "server" {
   install_dir = %q
   ssh {
@@ -218,12 +210,9 @@ resource "pgbench_postgres_build" "client" {
 // host, over the network, and finds the real slow-down of a variant that
 // scans tables instead of using their indexes.
 func TestAccABBenchmarkClientHostTPCC(t *testing.T) {
-	testhost.RequireRoot(t)
-	testhost.RequireCommand(t, "pgbench", systemPGBin)
-	server, client := testhost.NewPair(t)
-	serverDir, clientDir := reachableTempDir(t), reachableTempDir(t)
+	server, client, _, hosts := newClientPair(t)
 	localDir := filepath.Join(t.TempDir(), "report")
-	config := clientPairConfig(server, client, serverDir, clientDir) + fmt.Sprintf(`
+	config := hosts + fmt.Sprintf(`
 resource "pgbench_ab_benchmark" "ab" {
   host_connection = pgbench_host.server.connection_info
   settings        = { shared_buffers = "128MB", max_wal_size = "4GB" }
@@ -245,11 +234,7 @@ resource "pgbench_ab_benchmark" "ab" {
     iterations = 3
     warmup     = "1s"
   }
-  client {
-    host_connection = pgbench_host.client.connection_info
-    bin_dir         = pgbench_postgres_build.client.bin_dir
-  }
-}
+`+clientBlock+`}
 `, localDir)
 	// The client host's connections to PostgreSQL's port are refused by a
 	// routing rule in its namespace; its SSH still works.
@@ -258,13 +243,7 @@ resource "pgbench_ab_benchmark" "ab" {
 	tfresource.Test(t, tfresource.TestCase{
 		PreCheck:                 func() { preCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			if c, err := net.DialTimeout("tcp", net.JoinHostPort(server.Addr, "5432"), time.Second); err == nil {
-				c.Close()
-				return fmt.Errorf("a server still listens on %s:5432 after destroy", server.Addr)
-			}
-			return nil
-		},
+		CheckDestroy:             nothingListensOn(server.Addr),
 		Steps: []tfresource.TestStep{
 			{
 				PreConfig:   func() { client.Exec(t, block...) },
@@ -302,4 +281,23 @@ resource "pgbench_ab_benchmark" "ab" {
 			},
 		},
 	})
+}
+
+// clientBlock is the client block of a campaign on the client pair of
+// clientPairConfig.
+const clientBlock = `  client {
+    host_connection = pgbench_host.client.connection_info
+    bin_dir         = pgbench_postgres_build.client.bin_dir
+  }
+`
+
+// nothingListensOn is a CheckDestroy: no server listens on addr:5432.
+func nothingListensOn(addr string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "5432"), time.Second); err == nil {
+			c.Close()
+			return fmt.Errorf("a server still listens on %s:5432 after destroy", addr)
+		}
+		return nil
+	}
 }
