@@ -79,9 +79,6 @@ func (c *Config) checkClient(f *faults) {
 	if c.ClientHostKey == "" {
 		f.add(at("client-host-key"), "Missing Client Host Key", "%s needs %s, the host key that host must present", ref("client-host"), ref("client-host-key"))
 	}
-	if c.ClientNUMA != "" {
-		f.add(at("client-numa"), "Client Pinning With A Client Host", "%s pins pgbench on the server's host; with %s pgbench runs on another host, unpinned", ref("client-numa"), ref("client-host"))
-	}
 }
 
 // clientSide is the client host of a running campaign.
@@ -100,7 +97,11 @@ type clientSide struct {
 	driver string
 	// lastOS is the OS counters around the last run there (takeOS).
 	lastOS *clientOS
-	unlock func()
+	// wrap is numactl with ClientNUMA's policy, before every command of
+	// the campaign there; pinnedCPUs the CPUs that policy allows.
+	wrap       []string
+	pinnedCPUs int
+	unlock     func()
 }
 
 // clientProbe prints what the runner learns of the client host: the
@@ -152,6 +153,9 @@ func (e *engine) connectClient(ctx context.Context) error {
 		if err := cs.uploadDriver(ctx); err != nil {
 			return err
 		}
+	}
+	if err := cs.pin(ctx, cfg.ClientNUMA); err != nil {
+		return err
 	}
 	b := make([]byte, 24)
 	rand.Read(b)
@@ -229,6 +233,26 @@ func (cs *clientSide) upload(ctx context.Context, name, content string) error {
 	if _, err := cs.ex.Upload(ctx, strings.NewReader(content), path.Join(cs.work, name), 0o644); err != nil {
 		return fmt.Errorf("client host %s: %w", cs.name, err)
 	}
+	return nil
+}
+
+// pin readies the client host's pinning: numactl there must take spec,
+// and says how many CPUs it leaves pgbench.
+func (cs *clientSide) pin(ctx context.Context, spec string) error {
+	args, err := ParseNUMA(spec)
+	if err != nil || len(args) == 0 {
+		return err
+	}
+	wrap := append([]string{"numactl"}, args...)
+	res, err := cs.ex.Run(ctx, remote.Command{Args: append(append([]string{}, wrap...), "nproc")})
+	if err != nil {
+		return &UnmetError{fmt.Errorf("client host %s cannot pin pgbench with %q (numactl %s): %w", cs.name, spec, strings.Join(args, " "), shortStderr(err, res))}
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil || n < 1 {
+		return fmt.Errorf("client host %s: nproc under numactl %s printed %q", cs.name, strings.Join(args, " "), res.Stdout)
+	}
+	cs.wrap, cs.pinnedCPUs = wrap, n
 	return nil
 }
 
@@ -466,7 +490,8 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 		// resumed run must read only its own. In the same session.
 		script = `rm -rf "$1" || exit 1` + "\n" + clientRun
 	}
-	argv := append([]string{"sh", "-c", script, "sh", remoteDir, path.Join(cs.bin, "pgbench")}, append(args, e.clientConnArgs(vs)...)...)
+	argv := append(append([]string{"sh", "-c", script, "sh", remoteDir}, cs.wrap...), path.Join(cs.bin, "pgbench"))
+	argv = append(argv, append(args, e.clientConnArgs(vs)...)...)
 	cmd := remote.Command{Args: argv, Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
 	res, err = cs.ex.Run(ctx, cmd)
 	res.Stderr, cs.lastOS = cutReport(&res)
@@ -490,7 +515,7 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 func (e *engine) clientDriver(ctx context.Context, vs *variantState, action string, o tpcc.Options, drv []string, dir, name string, v any) (remote.Result, error) {
 	cs := e.client
 	exe, _ := os.Executable()
-	var argv []string
+	argv := append([]string{}, cs.wrap...)
 	for _, a := range drv {
 		if a == exe {
 			a = cs.driver
@@ -621,7 +646,7 @@ func untar(r io.Reader, dir string) error {
 func (e *engine) clientPgbenchKept(ctx context.Context, vs *variantState, args []string, dir, name string) (stdout, stderrText string, res remote.Result, err error) {
 	stdout, stderrText, res, err = e.clientPgbench(ctx, vs, args, dir)
 	if dir != "" {
-		cmdline := append(append([]string{path.Join(e.client.bin, "pgbench")}, args...), e.clientConnArgs(vs)...)
+		cmdline := append(append(append(append([]string{}, e.client.wrap...), path.Join(e.client.bin, "pgbench")), args...), e.clientConnArgs(vs)...)
 		os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+e.client.name+"\n"+strings.Join(cmdline, " ")+"\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, name+"stdout"), []byte(stdout), 0o644)
 		os.WriteFile(filepath.Join(dir, name+"stderr"), []byte(stderrText), 0o644)

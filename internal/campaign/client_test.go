@@ -148,6 +148,9 @@ func TestClientHostTPCC(t *testing.T) {
 	cfg.Clients, cfg.Iterations, cfg.Duration = []int{2}, 3, 2*time.Second
 	cfg.ClientHost = "root@" + net.JoinHostPort(h.Addr, strconv.Itoa(h.Port))
 	cfg.ClientHostKey, cfg.ClientBinDir, cfg.ClientKey = h.HostKeyLine, bin, h.ClientKeyPEM
+	// Pinned on the client host, by its numactl.
+	testhost.RequireCommand(t, "numactl", "/usr/bin", "/bin")
+	cfg.ClientNUMA = "cpunodebind=0,membind=0"
 	// The driver on the client host is the copy of this test binary (the
 	// test driver): it reaches the server at h.HostAddr.
 	w := testhost.WatchProcesses([]string{"pgbench-runner"}, []string{h.HostAddr})
@@ -175,8 +178,9 @@ func TestClientHostTPCC(t *testing.T) {
 		t.Errorf("seqscan vs base = %+v, want slower", cmp)
 	}
 	b, err := os.ReadFile(filepath.Join(cfg.OutDir, res.Runs[0].LogDir, "command"))
-	if err != nil || !strings.Contains(string(b), "# on the client host") || !strings.Contains(string(b), "--host="+h.HostAddr) || strings.Contains(string(b), "PASSWORD") {
-		t.Errorf("run 1's command = %q (%v), want the driver's command on the client host, reaching %s, without a password", b, err, h.HostAddr)
+	if err != nil || !strings.Contains(string(b), "# on the client host") || !strings.Contains(string(b), "\nnumactl --cpunodebind=0 --membind=0 ") ||
+		!strings.Contains(string(b), "--host="+h.HostAddr) || strings.Contains(string(b), "PASSWORD") {
+		t.Errorf("run 1's command = %q (%v), want the driver's command on the client host, pinned there, reaching %s, without a password", b, err, h.HostAddr)
 	}
 	for _, v := range []string{"base", "seqscan"} {
 		if d := res.Workload.TPCC.Datasets[v]; d.FinalCheck == nil || !d.FinalCheck.Passed {
@@ -259,6 +263,19 @@ func TestClientHostRefusals(t *testing.T) {
 		t.Errorf("a refused campaign left its directory on the client host (%v)", serr)
 	}
 
+	// A pinning the client host's numactl refuses (it has no node 7).
+	testhost.RequireCommand(t, "numactl", "/usr/bin", "/bin")
+	cfg = clientHostConfig(t, h, bin)
+	cfg.ClientNUMA = "cpunodebind=7"
+	_, err = Execute(context.Background(), cfg, nil)
+	var unmet *UnmetError
+	if !errors.As(err, &unmet) || !strings.Contains(err.Error(), "cannot pin pgbench") || !strings.Contains(err.Error(), h.Addr) {
+		t.Errorf("client pinning on a node the client host lacks: %v, want an unmet requirement naming the client host", err)
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.OutDir, "data")); !os.IsNotExist(serr) {
+		t.Errorf("a refused campaign made %s/data (%v)", cfg.OutDir, serr)
+	}
+
 	// The client host's connections to PostgreSQL's port are refused by a
 	// routing rule; its SSH still works.
 	h.Exec(t, "ip", "rule", "add", "ipproto", "tcp", "dport", "5432", "prohibit")
@@ -286,9 +303,9 @@ func TestCheckClient(t *testing.T) {
 		t.Fatalf("a complete client host: %v", err)
 	}
 	tpccClient := base()
-	tpccClient.Mode, tpccClient.Warehouses, tpccClient.Scale = ModeTPCC, 1, 0
+	tpccClient.Mode, tpccClient.Warehouses, tpccClient.Scale, tpccClient.ClientNUMA = ModeTPCC, 1, 0, "cpunodebind=1,membind=1"
 	if err := tpccClient.Validate(); err != nil {
-		t.Fatalf("a client host with mode tpcc: %v", err)
+		t.Fatalf("a client host with mode tpcc and pinned: %v", err)
 	}
 	for _, tc := range []struct {
 		name, flag, want string
@@ -299,7 +316,7 @@ func TestCheckClient(t *testing.T) {
 		{"host without host key", "client-host-key", "needs --client-host-key", func(c *Config) { c.ClientHostKey = "" }},
 		{"bad port", "client-host", "is not a port number", func(c *Config) { c.ClientHost = "root@h:99999" }},
 		{"no host", "client-host", "want [user@]host[:port]", func(c *Config) { c.ClientHost = "root@" }},
-		{"client pinning", "client-numa", "unpinned", func(c *Config) { c.ClientNUMA = "cpunodebind=1" }},
+		{"client pinning", "client-numa", "unknown numactl option", func(c *Config) { c.ClientNUMA = "cpunode=1" }},
 	} {
 		c := base()
 		tc.change(c)

@@ -72,7 +72,7 @@ var Fields = []Field{
 		Usage: "run order: alternate (ABAB at each client count, the first variant rotated each iteration) or randomized (with seed)"},
 	{Flag: "seed", Attribute: "seed", Usage: "seed of the randomized order, recorded with the results; without one the runner takes it from the clock, pgbench_ab_benchmark from the definition"},
 	{Flag: "server-numa", Attribute: "server_numa", Usage: "pinning of the postmaster with numactl, e.g. cpunodebind=0,membind=0"},
-	{Flag: "client-numa", Attribute: "client_numa", Usage: "pinning of pgbench with numactl, e.g. cpunodebind=1,membind=1"},
+	{Flag: "client-numa", Attribute: "client_numa", Usage: "pinning of pgbench with numactl, e.g. cpunodebind=1,membind=1; with a client host, on that host (its numactl)"},
 	{Flag: "client-host", Attribute: "client.host_connection",
 		Usage: "host that runs every pgbench, over SSH, as [user@]host[:port]: the servers stay on this host and listen only on the address that host reaches them by, for its address alone, with scram-sha-256 and a password made for the campaign; with mode tpcc the driver runs there too (this runner, copied into the campaign's directory there: the host must be of this one's architecture)"},
 	{Flag: "client-host-key", Usage: "host key the client host must present: an authorized_keys line or a SHA256: fingerprint (required with client-host)"},

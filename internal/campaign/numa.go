@@ -70,6 +70,11 @@ func (e *engine) pin() error {
 	if e.serverWrap, err = numaWrap(e.cfg.ServerNUMA); err != nil {
 		return err
 	}
+	if e.client != nil {
+		// pgbench runs on the client host, pinned there (clientSide.pin):
+		// it cannot compete with the server for CPUs.
+		return nil
+	}
 	if e.clientWrap, err = numaWrap(e.cfg.ClientNUMA); err != nil {
 		return err
 	}

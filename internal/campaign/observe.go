@@ -253,6 +253,9 @@ func (o *observation) clientCPU(res remote.Result) *report.ClientCPU {
 	o.mu.Unlock()
 	if cs := o.e.client; cs != nil && cs.facts.CPUs > 0 {
 		allowed = min(allowed, float64(cs.facts.CPUs))
+		if cs.pinnedCPUs > 0 {
+			allowed = min(allowed, float64(cs.pinnedCPUs))
+		}
 	}
 	u := observe.ClientUsage{
 		CPUSeconds: (res.UserTime + res.SystemTime).Seconds(), WallSeconds: res.Duration.Seconds(),
