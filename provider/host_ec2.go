@@ -100,6 +100,12 @@ func ec2BlockSchema() schema.SingleNestedBlock {
 				Optional: true, PlanModifiers: replaceS,
 				MarkdownDescription: "Subnet to launch into. Default: the default VPC's subnet of the zone.",
 			},
+			"placement_group": schema.StringAttribute{
+				Optional: true, PlanModifiers: replaceS,
+				MarkdownDescription: "Name of a placement group to launch into, e.g. `pgbench_placement_group.<name>.name`. In a `cluster` group " +
+					"a server and its client host are a short, fast hop apart; once an instance holds a place in it, the launch goes to that " +
+					"instance's zone, which must be one of `availability_zones` when they are set.",
+			},
 			"vpc_id": schema.StringAttribute{
 				Optional: true, PlanModifiers: replaceS,
 				MarkdownDescription: "VPC of the temporary security group made for `ssh_cidrs` (set it with `subnet_id` outside the default VPC).",
@@ -422,8 +428,8 @@ func ec2LaunchSpec(ctx context.Context, c *ec2host.Client, e *ec2Model, token st
 	spec := ec2host.Spec{
 		InstanceType: e.InstanceType.ValueString(), ImageID: e.AMI.ValueString(),
 		SubnetID: e.SubnetID.ValueString(), SecurityGroupIDs: listStrings(ctx, e.SecurityGroupIDs), KeyName: e.KeyName.ValueString(),
-		AvailabilityZones: listStrings(ctx, e.AvailabilityZones),
-		Name:              "pgbench", Owner: owner, MaxLifetime: lifetime, ClientToken: token,
+		AvailabilityZones: listStrings(ctx, e.AvailabilityZones), PlacementGroup: e.PlacementGroup.ValueString(),
+		Name: "pgbench", Owner: owner, MaxLifetime: lifetime, ClientToken: token,
 		Tags: map[string]string{},
 	}
 	if e.Image != nil {
@@ -643,6 +649,8 @@ func ec2ErrorAt(err error, e *ec2Model) (fwpath.Path, string) {
 		return at.AtName("ami"), "EC2 Image Not Found"
 	case errors.Is(err, ec2host.ErrNoImage):
 		return at.AtName("image"), "EC2 Image Not Found"
+	case strings.Contains(err.Error(), "InvalidPlacementGroup"):
+		return at.AtName("placement_group"), "EC2 Placement Group Refused"
 	}
 	return at, "EC2 Preflight Failed"
 }
@@ -896,6 +904,7 @@ type ec2Model struct {
 	AMI                 types.String        `tfsdk:"ami"`
 	Image               *ec2ImageModel      `tfsdk:"image"`
 	SubnetID            types.String        `tfsdk:"subnet_id"`
+	PlacementGroup      types.String        `tfsdk:"placement_group"`
 	VPCID               types.String        `tfsdk:"vpc_id"`
 	SecurityGroupIDs    types.List          `tfsdk:"security_group_ids"`
 	SSHCIDRs            types.List          `tfsdk:"ssh_cidrs"`

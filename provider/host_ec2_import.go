@@ -49,7 +49,7 @@ func ec2Imported(ctx context.Context, private privateGetter) bool {
 func ec2ImportState(ctx context.Context, id, dir string, resp *resource.ImportStateResponse) {
 	strs, lists := types.StringNull(), types.ListNull(types.StringType)
 	e := &ec2Model{
-		Region: strs, InstanceType: strs, AMI: strs, SubnetID: strs, VPCID: strs, SecurityGroupIDs: lists, SSHCIDRs: lists,
+		Region: strs, InstanceType: strs, AMI: strs, SubnetID: strs, PlacementGroup: strs, VPCID: strs, SecurityGroupIDs: lists, SSHCIDRs: lists,
 		KeyName: strs, PrivateKey: strs, Agent: types.BoolNull(), SSHUser: strs, AvailabilityZones: lists,
 		Tags: types.MapNull(types.StringType), TagsAll: types.MapNull(types.StringType),
 		Owner: strs, MaxLifetime: strs, HourlyPriceUSD: types.Float64Null(), PollInterval: strs, HostKeyPolicy: strs, HostKeyWait: strs,
@@ -144,6 +144,11 @@ func (r *hostResource) ec2Adopt(ctx context.Context, m *hostModel, state *tfsdk.
 	case !e.AMI.IsNull() && in.ImageID != e.AMI.ValueString():
 		diags.AddAttributeError(fwpath.Root("ec2").AtName("ami"), "Imported Instance Differs", fmt.Sprintf("Instance %s runs image %s, the "+
 			"configuration says %s. Set ami = %q.", id, in.ImageID, e.AMI.ValueString(), in.ImageID))
+		return false
+	case in.PlacementGroup != e.PlacementGroup.ValueString():
+		diags.AddAttributeError(fwpath.Root("ec2").AtName("placement_group"), "Imported Instance Differs", fmt.Sprintf("Instance %s is in "+
+			"placement group %q, the configuration says %q: adopting it under another group would replace (terminate) it on the next plan.",
+			id, in.PlacementGroup, e.PlacementGroup.ValueString()))
 		return false
 	}
 	if e.SSHUser.IsUnknown() {

@@ -36,7 +36,8 @@ var launchIgnored = map[string]bool{"hourly_price_usd": true, "poll_interval": t
 // plan and hash alike, except tags_all, which the plan knows and which
 // changes in place. tags changed in place only from 0.3.0 on: it counts as
 // null, as it did for a create without tags before, so that the journal
-// entries of such creates keep their key.
+// entries of such creates keep their key; so does an unset
+// placement_group.
 func launchKey(m *hostModel) string {
 	e := m.EC2
 	if e != nil {
@@ -47,6 +48,11 @@ func launchKey(m *hostModel) string {
 	ignore := map[string]bool{"tags_all": true}
 	for k := range launchIgnored {
 		ignore[k] = k != "tags"
+	}
+	// placement_group came in 0.3.0: unset, it is left out, so that the
+	// entries of creates without one keep their key.
+	if e != nil && e.PlacementGroup.IsNull() {
+		ignore["placement_group"] = true
 	}
 	return ec2host.LaunchKey(ec2host.Workspace(), struct {
 		InstallDir types.String `tfsdk:"install_dir"`

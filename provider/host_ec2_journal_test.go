@@ -65,10 +65,13 @@ func TestLaunchKeyIsTheCreatesIdentity(t *testing.T) {
 	}
 	image := journalModel("m6i.metal", "/opt/pgbench")
 	image.EC2.Image.Name = types.StringValue("ubuntu-*")
+	placed := journalModel("m6i.metal", "/opt/pgbench")
+	placed.EC2.PlacementGroup = types.StringValue("bench")
 	for name, m := range map[string]*hostModel{
-		"instance_type": journalModel("r8i.metal-96xl", "/opt/pgbench"),
-		"install_dir":   journalModel("m6i.metal", "/srv/pgbench"),
-		"image.name":    image,
+		"instance_type":   journalModel("r8i.metal-96xl", "/opt/pgbench"),
+		"install_dir":     journalModel("m6i.metal", "/srv/pgbench"),
+		"image.name":      image,
+		"placement_group": placed,
 	} {
 		if got := launchKey(m); got == base {
 			t.Errorf("key with another %s = %s, the same as the original's", name, got)

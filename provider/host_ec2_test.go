@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -594,6 +595,79 @@ resource "pgbench_host" "metal" {
 			{
 				Config:           host("ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*", "099720109477", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// TestAccEC2PlacementGroup: a cluster placement group and two hosts that
+// name it: both instances launch into it, in one zone; destroy terminates
+// them, then deletes the group.
+func TestAccEC2PlacementGroup(t *testing.T) {
+	sim := ec2TestRegion(t)
+	body := `    availability_zones = ["us-east-2b", "us-east-2c"]
+    placement_group    = pgbench_placement_group.pg.name`
+	cfg := ec2ProviderBlock(sim) + `
+resource "pgbench_placement_group" "pg" {
+  name          = "bench"
+  tags          = { project = "test" }
+  poll_interval = "100ms"
+}
+` + ec2HostResource(filepath.Join(t.TempDir(), "metal"), body, "") +
+		strings.Replace(ec2HostResource(filepath.Join(t.TempDir(), "client"), body, ""), `"pgbench_host" "metal"`, `"pgbench_host" "client"`, 1)
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { preCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(st *terraform.State) error {
+			if err := ec2NoneRunning(sim)(st); err != nil {
+				return err
+			}
+			if g := sim.PlacementGroups(); len(g) != 0 {
+				return fmt.Errorf("placement groups after destroy: %v, want none", g)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: ec2ProviderBlock(sim) + `
+resource "pgbench_placement_group" "pg" {
+  name     = "bench"
+  strategy = "rack"
+}`,
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)strategy.*value must be one of`),
+			},
+			{
+				Config: cfg,
+				Check: func(st *terraform.State) error {
+					var ins []ec2sim.InstanceInfo
+					if err := ec2Only(sim, 2, &ins)(st); err != nil {
+						return err
+					}
+					for _, in := range ins {
+						if in.PlacementGroup != "bench" || in.Zone != ins[0].Zone {
+							return fmt.Errorf("instance %s in group %q, zone %s; want both in bench, in one zone", in.ID, in.PlacementGroup, in.Zone)
+						}
+					}
+					if g := sim.PlacementGroups(); g["bench"] != "cluster" {
+						return fmt.Errorf("placement groups %v, want bench, cluster", g)
+					}
+					return nil
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("pgbench_placement_group.pg", tfjsonpath.New("placement_group_id"), knownvalue.StringRegexp(regexp.MustCompile(`^pg-`))),
+					statecheck.ExpectKnownValue("pgbench_placement_group.pg", tfjsonpath.New("strategy"), knownvalue.StringExact("cluster")),
+					statecheck.ExpectKnownValue("pgbench_host.metal", tfjsonpath.New("ec2").AtMapKey("availability_zone"), knownvalue.StringExact("us-east-2b")),
+					statecheck.ExpectKnownValue("pgbench_host.client", tfjsonpath.New("ec2").AtMapKey("availability_zone"), knownvalue.StringExact("us-east-2b")),
+				},
+			},
+			{
+				ResourceName:      "pgbench_placement_group.pg",
+				ImportState:       true,
+				ImportStateId:     "bench",
+				ImportStateVerify: true,
+				// How often destroy polls is the configuration's alone.
+				ImportStateVerifyIgnore: []string{"poll_interval"},
 			},
 		},
 	})

@@ -362,7 +362,7 @@ func (p *pgbenchProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *pgbenchProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewHostResource, NewABBenchmarkResource, NewHugepagePoolResource, NewPostgresBuildResource, NewEC2SweepResource, NewPerfBisectResource}
+	return []func() resource.Resource{NewHostResource, NewABBenchmarkResource, NewHugepagePoolResource, NewPostgresBuildResource, NewEC2SweepResource, NewPerfBisectResource, NewPlacementGroupResource}
 }
 
 func (p *pgbenchProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -219,6 +219,12 @@ variable "client_instance_type" {
   default     = null
 }
 
+variable "placement_group_name" {
+  description = "Name of the cluster placement group the metal host and the client host launch into (only with client_instance_type); unique in the account and region."
+  type        = string
+  default     = "pgbench-numa-clock-sweep"
+}
+
 provider "pgbench" {
   aws {
     region                 = var.region
@@ -235,6 +241,14 @@ locals {
   }
 }
 
+# With a client host, both instances launch into one cluster placement
+# group: one zone, the shortest and fastest network path EC2 offers
+# between the server and the client.
+resource "pgbench_placement_group" "cluster" {
+  count = var.client_instance_type == null ? 0 : 1
+  name  = var.placement_group_name
+}
+
 resource "pgbench_host" "metal" {
   install_dir = var.install_dir
 
@@ -245,6 +259,7 @@ resource "pgbench_host" "metal" {
       owners = [var.image_owner]
     }
     availability_zones = var.availability_zones
+    placement_group    = var.client_instance_type == null ? null : pgbench_placement_group.cluster[0].name
     ssh_cidrs          = var.ssh_cidrs
     ssh_user           = var.ssh_user
     max_lifetime       = var.max_lifetime
@@ -329,6 +344,7 @@ resource "pgbench_host" "client" {
       owners = [var.image_owner]
     }
     availability_zones = var.availability_zones
+    placement_group    = pgbench_placement_group.cluster[0].name
     ssh_cidrs          = var.ssh_cidrs
     ssh_user           = var.ssh_user
     max_lifetime       = var.max_lifetime

@@ -93,13 +93,16 @@ type Client struct {
 	now           func() time.Time
 }
 
-// notRetried are error codes the SDK would retry (they come with HTTP 500)
-// but that another attempt in the same zone cannot fix: Launch moves to
-// the next zone instead.
+// notRetried are error codes that another attempt in the same zone cannot
+// fix (the capacity ones come with HTTP 500, which the SDK would retry):
+// Launch moves to the next zone instead.
 var notRetried = map[string]bool{
 	"InsufficientInstanceCapacity": true,
 	"InsufficientHostCapacity":     true,
 	"Unsupported":                  true,
+	// A cluster placement group that another launch has just put in
+	// another zone: the next zone may be that one.
+	"InvalidPlacementGroup.InUse": true,
 }
 
 // New builds a Client from cfg.

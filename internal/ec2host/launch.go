@@ -57,6 +57,10 @@ type Spec struct {
 	// AvailabilityZones are tried in order on capacity errors; empty lets
 	// EC2 choose.
 	AvailabilityZones []string
+	// PlacementGroup is the name of a placement group to launch into; a
+	// cluster group that already holds an instance takes the launch to
+	// that instance's zone.
+	PlacementGroup string
 
 	Name  string            // the Name tag (optional)
 	Owner string            // the owner tag
@@ -86,6 +90,7 @@ type Spec struct {
 type Instance struct {
 	ID, Type, ImageID, Zone, State, StateReason string
 	PrivateIP, PublicIP, PublicDNS, KeyName     string
+	PlacementGroup                              string   // its name, if any
 	RootDevice                                  string   // the root volume's device
 	VolumeIDs                                   []string // attached EBS volumes, root first as EC2 lists them
 	LaunchTime                                  time.Time
@@ -219,7 +224,10 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	zones := spec.AvailabilityZones
+	zones, err := c.placementZones(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
 	if len(zones) == 0 {
 		zones = []string{""}
 	}
@@ -228,10 +236,7 @@ func (c *Client) Launch(ctx context.Context, spec Spec) (*Instance, error) {
 		// A token names one request: the same token with other
 		// parameters (another zone) is refused by EC2 as a mismatch.
 		in.ClientToken = aws.String(zoneToken(token, i))
-		in.Placement = nil
-		if zone != "" {
-			in.Placement = &types.Placement{AvailabilityZone: aws.String(zone)}
-		}
+		in.Placement = placement(spec, zone)
 		out, err := c.ec2.RunInstances(ctx, in)
 		if err == nil && len(out.Instances) == 1 {
 			inst := fromSDK(out.Instances[0])
@@ -463,7 +468,7 @@ func fromSDK(i types.Instance) *Instance {
 		Tags:       map[string]string{},
 	}
 	if i.Placement != nil {
-		in.Zone = aws.ToString(i.Placement.AvailabilityZone)
+		in.Zone, in.PlacementGroup = aws.ToString(i.Placement.AvailabilityZone), aws.ToString(i.Placement.GroupName)
 	}
 	if i.State != nil {
 		in.State = string(i.State.Name)

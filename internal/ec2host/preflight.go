@@ -61,9 +61,15 @@ func (c *Client) Preflight(ctx context.Context, spec Spec) (unchecked *QuotaUnch
 	}
 	in.DryRun = aws.Bool(true)
 	in.ClientToken = aws.String(zoneToken(token, 0))
-	if len(spec.AvailabilityZones) > 0 {
-		in.Placement = &types.Placement{AvailabilityZone: aws.String(spec.AvailabilityZones[0])}
+	zones, err := c.placementZones(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
 	}
+	zone := ""
+	if len(zones) > 0 {
+		zone = zones[0]
+	}
+	in.Placement = placement(spec, zone)
 	_, err = c.ec2.RunInstances(ctx, in)
 	switch {
 	case notRetried[errorCode(err)]:

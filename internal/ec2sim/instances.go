@@ -48,6 +48,7 @@ type instance struct {
 	console                                                     consoleKeys
 	metadata                                                    MetadataOptions
 	sshAfter                                                    time.Duration // sshd starts this long after launch (SlowSSH)
+	placementGroup                                              string        // the placement group's name, if any
 }
 
 // MetadataOptions are an instance's instance metadata service settings,
@@ -144,6 +145,7 @@ func blockDevices(f url.Values, img Image) ([]Volume, *apiError) {
 // InstanceInfo is the simulator's view of one instance, for assertions.
 type InstanceInfo struct {
 	ID, State, Zone, Type, KeyName string
+	PlacementGroup                 string // its name, if any
 	Tags                           map[string]string
 	Host                           *testhost.Host // nil once torn down
 	Namespace                      string
@@ -174,7 +176,7 @@ func (s *Server) Instances() []InstanceInfo {
 		ii := InstanceInfo{ID: in.id, State: in.state, Zone: in.zone, Type: in.typ, KeyName: in.keyName,
 			Tags: maps.Clone(in.tags), Host: in.host, DeadMan: in.powerOff.after, DeadManAt: in.powerOff.at,
 			PowerOffAt: in.powerOffAt, ShutdownBehavior: in.shutdownBehavior,
-			RootDevice: in.rootDevice, Volumes: cloneVolumes(in.volumes), Metadata: in.metadata}
+			RootDevice: in.rootDevice, Volumes: cloneVolumes(in.volumes), Metadata: in.metadata, PlacementGroup: in.placementGroup}
 		if in.host != nil {
 			ii.Namespace = in.host.Namespace
 		}
@@ -266,12 +268,14 @@ type launchRequest struct {
 	otherZones    []string // zones that do
 	groups        []string
 	subnet        string
-	volumes       []Volume
-	metadata      MetadataOptions
-	userData      string
-	behavior      string
-	tags          map[string]string
-	volumeTags    map[string]string // every volume the launch creates gets them
+	// placementGroup is Placement.GroupName.
+	placementGroup string
+	volumes        []Volume
+	metadata       MetadataOptions
+	userData       string
+	behavior       string
+	tags           map[string]string
+	volumeTags     map[string]string // every volume the launch creates gets them
 }
 
 // readLaunch reads and checks a RunInstances request as EC2 does before
@@ -286,7 +290,7 @@ func (s *Server) readLaunch(f url.Values) (*launchRequest, *apiError) {
 		return nil, errf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", image)
 	}
 	r := &launchRequest{image: img, typ: f.Get("InstanceType"), zone: f.Get("Placement.AvailabilityZone"),
-		keyName: f.Get("KeyName"), groups: list(f, "SecurityGroupId"), subnet: f.Get("SubnetId"),
+		keyName: f.Get("KeyName"), groups: list(f, "SecurityGroupId"), subnet: f.Get("SubnetId"), placementGroup: f.Get("Placement.GroupName"),
 		tags: specTags(f, "instance"), volumeTags: specTags(f, "volume")}
 	var err *apiError
 	if r.volumes, err = blockDevices(f, img); err != nil {
@@ -340,7 +344,7 @@ func (s *Server) readPlacement(r *launchRequest) *apiError {
 			return err
 		}
 	}
-	return nil
+	return s.checkPlacementGroupLocked(r)
 }
 
 // specTags are the tags a request's TagSpecifications give the resources
@@ -382,6 +386,7 @@ func (r *launchRequest) instance(s *Server, token string) *instance {
 		keyName: r.keyName, subnet: r.subnet, token: token, groups: r.groups,
 		state: Pending, launched: time.Now().UTC(), tags: r.tags, shutdownBehavior: r.behavior,
 		powerOff: parseDeadMan(r.userData), rootDevice: r.image.rootDevice(), volumes: r.volumes, metadata: r.metadata,
+		placementGroup: r.placementGroup,
 	}
 	if in.subnet == "" {
 		in.subnet = "subnet-0sim" + r.zone[len(r.zone)-1:]
@@ -594,7 +599,7 @@ func (s *Server) xinstanceLocked(in *instance) xInstance {
 		InstanceID: in.id, ImageID: in.imageID, InstanceType: in.typ, KeyName: in.keyName,
 		State:       xstate(in.state),
 		LaunchTime:  in.launched.Format("2006-01-02T15:04:05.000Z"),
-		Placement:   xPlacement{AvailabilityZone: in.zone, Tenancy: "default"},
+		Placement:   xPlacement{AvailabilityZone: in.zone, Tenancy: "default", GroupName: in.placementGroup},
 		Reason:      in.reason,
 		StateReason: in.stateReason, Architecture: "x86_64", RootDeviceType: "ebs",
 		RootDeviceName: in.rootDevice, VirtualizationType: "hvm", ClientToken: in.token,
@@ -655,6 +660,8 @@ func (s *Server) instanceMatches(in *instance, fs []filter) bool {
 			v = in.zone
 		case f.name == "key-name":
 			v = in.keyName
+		case f.name == "placement-group-name":
+			v = in.placementGroup
 		case f.name == "tag-key" || strings.HasPrefix(f.name, "tag:"):
 			if !tagFilterMatches(f, in.tags) {
 				return false
@@ -673,7 +680,7 @@ func (s *Server) instanceMatches(in *instance, fs []filter) bool {
 }
 
 var knownInstanceFilters = map[string]bool{"instance-state-name": true, "instance-id": true, "instance-type": true,
-	"client-token": true, "availability-zone": true, "key-name": true, "tag-key": true}
+	"client-token": true, "availability-zone": true, "key-name": true, "tag-key": true, "placement-group-name": true}
 
 func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) {
 	ids := list(f, "InstanceId")

@@ -64,11 +64,13 @@ type Server struct {
 	tokens    map[string]string // client token -> reservation id
 	keys      map[string]keyPair
 	groups    map[string]*group
-	calls     map[string]int
-	signers   map[string][]string // action -> access key id of each request
-	sts       stsState
-	wg        sync.WaitGroup
-	closed    bool
+	// placementGroups are the placement groups, by name.
+	placementGroups map[string]*placementGroup
+	calls           map[string]int
+	signers         map[string][]string // action -> access key id of each request
+	sts             stsState
+	wg              sync.WaitGroup
+	closed          bool
 
 	// fault injection, guarded by mu
 	capacity      map[string]bool // zone -> InsufficientInstanceCapacity
@@ -120,15 +122,16 @@ func New(t testing.TB, opts Options) *Server {
 	}
 	s := &Server{
 		t: t, opts: opts,
-		instances:   map[string]*instance{},
-		tokens:      map[string]string{},
-		keys:        map[string]keyPair{},
-		groups:      map[string]*group{},
-		calls:       map[string]int{},
-		signers:     map[string][]string{},
-		capacity:    map[string]bool{},
-		unsupported: map[string]bool{},
-		denied:      map[string]bool{},
+		instances:       map[string]*instance{},
+		tokens:          map[string]string{},
+		keys:            map[string]keyPair{},
+		groups:          map[string]*group{},
+		placementGroups: map[string]*placementGroup{},
+		calls:           map[string]int{},
+		signers:         map[string][]string{},
+		capacity:        map[string]bool{},
+		unsupported:     map[string]bool{},
+		denied:          map[string]bool{},
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL
@@ -196,6 +199,9 @@ var actions = map[string]func(s *Server, f url.Values, reqID string) (any, *apiE
 	"DeleteSecurityGroup":           (*Server).deleteSecurityGroup,
 	"DescribeSecurityGroups":        (*Server).describeSecurityGroups,
 	"AuthorizeSecurityGroupIngress": (*Server).authorizeIngress,
+	"CreatePlacementGroup":          (*Server).createPlacementGroup,
+	"DeletePlacementGroup":          (*Server).deletePlacementGroup,
+	"DescribePlacementGroups":       (*Server).describePlacementGroups,
 	"GetConsoleOutput":              (*Server).getConsoleOutput,
 }
 

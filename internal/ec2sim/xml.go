@@ -31,6 +31,7 @@ type xGroup struct {
 
 type xPlacement struct {
 	AvailabilityZone string `xml:"availabilityZone"`
+	GroupName        string `xml:"groupName,omitempty"`
 	Tenancy          string `xml:"tenancy"`
 }
 
