@@ -490,11 +490,7 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 		// resumed run must read only its own. In the same session.
 		script = `rm -rf "$1" || exit 1` + "\n" + clientRun
 	}
-	argv := append(append([]string{"sh", "-c", script, "sh", remoteDir}, cs.wrap...), path.Join(cs.bin, "pgbench"))
-	argv = append(argv, append(args, e.clientConnArgs(vs)...)...)
-	cmd := remote.Command{Args: argv, Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
-	res, err = cs.ex.Run(ctx, cmd)
-	res.Stderr, cs.lastOS = cutReport(&res)
+	res, err = cs.run(ctx, script, remoteDir, e.clientPgbenchArgv(vs, args))
 	stdout, stderrText = string(res.Stdout), string(res.Stderr)
 	if err != nil {
 		return stdout, stderrText, res, err
@@ -524,15 +520,8 @@ func (e *engine) clientDriver(ctx context.Context, vs *variantState, action stri
 	}
 	o.Conn = tpcc.Conn{Host: cs.facts.ServerAddress, Port: serverPort(vs), User: ClientUser, DB: "postgres"}
 	argv = append(argv, append(o.Args(action), "--json")...)
-	cmd := remote.Command{Args: append([]string{"sh", "-c", clientRun, "sh", cs.work}, argv...),
-		Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
-	res, err := cs.ex.Run(ctx, cmd)
-	res.Stderr, cs.lastOS = cutReport(&res)
-	if dir != "" {
-		os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+cs.name+"\n"+remote.QuoteArgs(argv)+"\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, name+"stdout"), res.Stdout, 0o644)
-		os.WriteFile(filepath.Join(dir, name+"stderr"), res.Stderr, 0o644)
-	}
+	res, err := cs.run(ctx, clientRun, cs.work, argv)
+	cs.keep(dir, name, remote.QuoteArgs(argv), res.Stdout, res.Stderr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -543,6 +532,37 @@ func (e *engine) clientDriver(ctx context.Context, vs *variantState, action stri
 		return res, fmt.Errorf("tpcc %s on the client host %s: decode its result: %w", action, cs.name, err)
 	}
 	return res, nil
+}
+
+// run runs argv on the client host under script (clientRun, maybe with a
+// step before it) in the directory dir there, in one SSH session: the
+// password on its standard input, the CPU times and OS counters of the
+// report taken off its stderr (the counters kept for takeOS).
+func (cs *clientSide) run(ctx context.Context, script, dir string, argv []string) (remote.Result, error) {
+	cmd := remote.Command{Args: append([]string{"sh", "-c", script, "sh", dir}, argv...),
+		Stdin: strings.NewReader(cs.password + "\n"), Env: map[string]string{"LC_ALL": "C"}, KillGrace: killGraceClient}
+	res, err := cs.ex.Run(ctx, cmd)
+	res.Stderr, cs.lastOS = cutReport(&res)
+	return res, err
+}
+
+// keep writes a client-host command's line, stdout and stderr into dir
+// (file names prefixed with name), as a local run keeps its own; nothing
+// with dir "".
+func (cs *clientSide) keep(dir, name, cmdline string, stdout, stderr []byte) {
+	if dir == "" {
+		return
+	}
+	os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+cs.name+"\n"+cmdline+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, name+"stdout"), stdout, 0o644)
+	os.WriteFile(filepath.Join(dir, name+"stderr"), stderr, 0o644)
+}
+
+// clientPgbenchArgv is pgbench with args against vs, as the client host
+// runs it: under its pinning, with the connection arguments.
+func (e *engine) clientPgbenchArgv(vs *variantState, args []string) []string {
+	argv := append(append([]string{}, e.client.wrap...), path.Join(e.client.bin, "pgbench"))
+	return append(argv, append(args, e.clientConnArgs(vs)...)...)
 }
 
 // killGraceClient lets a cancelled pgbench end its connections.
@@ -645,12 +665,7 @@ func untar(r io.Reader, dir string) error {
 // name), as for a local pgbench.
 func (e *engine) clientPgbenchKept(ctx context.Context, vs *variantState, args []string, dir, name string) (stdout, stderrText string, res remote.Result, err error) {
 	stdout, stderrText, res, err = e.clientPgbench(ctx, vs, args, dir)
-	if dir != "" {
-		cmdline := append(append(append(append([]string{}, e.client.wrap...), path.Join(e.client.bin, "pgbench")), args...), e.clientConnArgs(vs)...)
-		os.WriteFile(filepath.Join(dir, name+"command"), []byte("# on the client host "+e.client.name+"\n"+strings.Join(cmdline, " ")+"\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, name+"stdout"), []byte(stdout), 0o644)
-		os.WriteFile(filepath.Join(dir, name+"stderr"), []byte(stderrText), 0o644)
-	}
+	e.client.keep(dir, name, strings.Join(e.clientPgbenchArgv(vs, args), " "), []byte(stdout), []byte(stderrText))
 	if err != nil {
 		if ctx.Err() != nil {
 			return stdout, stderrText, res, ctx.Err()
