@@ -802,20 +802,26 @@ func (p *plan) compileAndStage(b *builder, srcDir, stage string) (err error) {
 		jobs = runtime.NumCPU()
 	}
 	j := fmt.Sprintf("-j%d", jobs)
-	if _, err := b.run("make", srcDir, nil, "make", j); err != nil {
+	var env []string
+	if p.opts.CCacheDir != "" {
+		if env, err = p.directModeEnv(b, srcDir); err != nil {
+			return err
+		}
+	}
+	if _, err := b.run("make", srcDir, env, "make", j); err != nil {
 		return err
 	}
 	for _, c := range Contrib {
-		if _, err := b.run("make", srcDir, nil, "make", j, "-C", "contrib/"+c); err != nil {
+		if _, err := b.run("make", srcDir, env, "make", j, "-C", "contrib/"+c); err != nil {
 			return err
 		}
 	}
 	dest := "DESTDIR=" + stage
-	if _, err := b.run("install", srcDir, nil, "make", "install", dest); err != nil {
+	if _, err := b.run("install", srcDir, env, "make", "install", dest); err != nil {
 		return err
 	}
 	for _, c := range Contrib {
-		if _, err := b.run("install", srcDir, nil, "make", "-C", "contrib/"+c, "install", dest); err != nil {
+		if _, err := b.run("install", srcDir, env, "make", "-C", "contrib/"+c, "install", dest); err != nil {
 			return err
 		}
 	}
@@ -834,6 +840,9 @@ func (p *plan) install(ctx context.Context, r *Result, staged string) error {
 		return fmt.Errorf("parse postgres --version %q", pgv)
 	}
 	r.Version = m[1]
+	if err := checkConfigure(ctx, filepath.Join(staged, "bin"), p.prefix); err != nil {
+		return err
+	}
 	stamp, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode build stamp: %w", err)
@@ -843,6 +852,21 @@ func (p *plan) install(ctx context.Context, r *Result, staged string) error {
 	}
 	if err := os.Rename(staged, p.prefix); err != nil {
 		return fmt.Errorf("move build into %s: %w", p.prefix, err)
+	}
+	return nil
+}
+
+// checkConfigure is nil when the pg_config in bin says it was configured
+// for prefix: a build whose objects came from a cache must not print
+// another build's configure arguments.
+func checkConfigure(ctx context.Context, bin, prefix string) error {
+	pgConfig := filepath.Join(bin, "pg_config")
+	res, err := remote.RunLocal(ctx, remote.Command{Args: []string{pgConfig, "--configure"}}, remote.LocalOptions{})
+	if err != nil {
+		return fmt.Errorf("%s --configure: %w", pgConfig, err)
+	}
+	if want := "'--prefix=" + prefix + "'"; !strings.Contains(string(res.Stdout), want) {
+		return fmt.Errorf("%s --configure prints %q, without %s: an object of another build's configure", pgConfig, strings.TrimSpace(string(res.Stdout)), want)
 	}
 	return nil
 }
@@ -895,6 +919,18 @@ func buildEnviron() []string {
 func (b *builder) note(phase, msg string) {
 	fmt.Fprintf(b.log, "==> [%s] %s\n", phase, msg)
 	b.progress(phase, msg)
+}
+
+// quiet runs one command in dir with the build's environment, its output
+// neither logged nor shown: for questions the build asks (make -n).
+func (b *builder) quiet(dir, name string, args ...string) (string, error) {
+	c := remote.Command{Args: append([]string{name}, args...), Dir: dir}
+	environ := append(append(buildEnviron(), "LC_ALL=C"), b.env...)
+	res, err := remote.RunLocal(b.ctx, c, remote.LocalOptions{Environ: environ})
+	if err != nil {
+		return "", err
+	}
+	return string(res.Stdout), nil
 }
 
 // run runs one build command in dir, streaming its output to the log and
