@@ -7,7 +7,8 @@
 #
 # The first lane runs two things side by side. internal/pgbuild compiles
 # PostgreSQL on both cores and measures nothing; beside it run the packages
-# that neither measure nor build (BESIDE) and the provider's host tests
+# that neither measure nor build (BESIDE: report's statistics are tested by
+# simulation, on numbers they draw themselves) and the provider's host tests
 # (hosts on the EC2 stand-in, over SSH or on this machine, without a
 # campaign: PROVIDER_BESIDE, but for PROVIDER_MEASURING), which mostly wait
 # on SSH, on process exits and on the EC2 stand-in's clock. A test added to
@@ -26,7 +27,7 @@ BESIDE=(
 	internal/atomicfile internal/bisect internal/changepoint internal/digest
 	internal/ec2host internal/ec2quota internal/ec2sim internal/filelock
 	internal/hostlock internal/journal internal/pkgmgr internal/proc
-	internal/release internal/remote internal/resultsdb
+	internal/release internal/remote internal/report internal/resultsdb
 	internal/resultsdb/resultsdbtest internal/runnerbin internal/runnerclient
 	internal/statefile internal/sysinfo internal/testhost scripts/release .
 )

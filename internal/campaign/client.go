@@ -93,8 +93,8 @@ type clientSide struct {
 	work     string // the campaign's directory on the client host
 	arch     string // uname -m
 	// driver is the TPC-C driver's executable there: this runner, copied
-	// into work for a campaign of mode tpcc.
-	driver string
+	// into work for a campaign of mode tpcc from its path here, localDriver.
+	driver, localDriver string
 	// lastOS is the OS counters around the last run there (takeOS).
 	lastOS *clientOS
 	// wrap is numactl with ClientNUMA's policy, before every command of
@@ -275,7 +275,7 @@ func (cs *clientSide) uploadDriver(ctx context.Context) error {
 		return fmt.Errorf("tpcc: %w", err)
 	}
 	defer f.Close()
-	cs.driver = path.Join(cs.work, "pgbench-runner")
+	cs.driver, cs.localDriver = path.Join(cs.work, "pgbench-runner"), exe
 	if _, err := cs.ex.Upload(ctx, f, cs.driver, 0o755); err != nil {
 		return fmt.Errorf("client host %s: copy the TPC-C driver: %w", cs.name, err)
 	}
@@ -510,10 +510,9 @@ func (e *engine) clientPgbench(ctx context.Context, vs *variantState, args []str
 // names prefixed with name).
 func (e *engine) clientDriver(ctx context.Context, vs *variantState, action string, o tpcc.Options, drv []string, dir, name string, v any) (remote.Result, error) {
 	cs := e.client
-	exe, _ := os.Executable()
 	argv := append([]string{}, cs.wrap...)
 	for _, a := range drv {
-		if a == exe {
+		if a == cs.localDriver {
 			a = cs.driver
 		}
 		argv = append(argv, a)
