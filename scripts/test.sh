@@ -6,8 +6,8 @@
 # packages run one at a time (-p 1), after the first lane.
 #
 # The first lane runs two things side by side. internal/pgbuild compiles
-# PostgreSQL on both cores and measures nothing; beside it run the packages
-# that neither measure nor build (BESIDE: report's statistics are tested by
+# PostgreSQL on both cores, niced, and measures nothing; beside it run the
+# packages that neither measure nor build PostgreSQL (BESIDE: report's statistics are tested by
 # simulation, on numbers they draw themselves) and the provider's host tests
 # (hosts on the EC2 stand-in, over SSH or on this machine, without a
 # campaign: PROVIDER_BESIDE, but for PROVIDER_MEASURING), which mostly wait
@@ -15,7 +15,8 @@
 # one of those must not run a campaign or a build: put it in the measuring
 # lane instead.
 #
-# Environment: GO_TEST_FLAGS (flags for every go test), and the variables the
+# Environment: GO_TEST_FLAGS (flags for every go test, such as -v; not -run,
+# which the lanes set), and the variables the
 # tests read (TF_ACC, TF_ACC_TERRAFORM_PATH, PGBENCH_REQUIRE_REAL_HOSTS...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,28 +40,36 @@ beside=()
 for p in "${BESIDE[@]}"; do
 	if [ "$p" = . ]; then beside+=("$mod"); else beside+=("$mod/$p"); fi
 done
+all=$(go list ./...) || exit 1
 measuring=()
-while read -r p; do
+for p in $all; do
 	case " ${beside[*]} $mod/$BUILDS $mod/provider " in
 	*" $p "*) ;;
 	*) measuring+=("$p") ;;
 	esac
-done < <(go list ./...)
+done
 
 start=$(date +%s)
 lane() { printf '\n==> %s (%ss into make test)\n' "$*" "$(( $(date +%s) - start ))"; }
 
 # The first lane. The build tests' output waits in a file, so that the two
 # outputs do not interleave.
+# The builds run niced, in a process group of their own, which an
+# interrupted make test ends too.
 builds_log=$(mktemp)
+builds_pid=
+stop_builds() { [ -n "$builds_pid" ] && kill -- "-$builds_pid" 2>/dev/null; }
 trap 'rm -f "$builds_log"' EXIT
-lane "builds ($BUILDS) beside the packages that neither measure nor build"
-go test "${flags[@]}" -p 1 "$mod/$BUILDS" >"$builds_log" 2>&1 &
+trap 'stop_builds; exit 130' INT
+trap 'stop_builds; exit 143' TERM
+lane "builds ($BUILDS) beside the packages that neither measure nor build PostgreSQL"
+setsid nice -n 10 go test "${flags[@]}" -p 1 "$mod/$BUILDS" >"$builds_log" 2>&1 &
 builds_pid=$!
 status=0
 go test "${flags[@]}" -p 1 "${beside[@]}" || status=1
 go test "${flags[@]}" -p 1 "$mod/provider" -run "$PROVIDER_BESIDE" -skip "$PROVIDER_MEASURING" || status=1
 wait "$builds_pid" || status=1
+builds_pid=
 lane "the builds' tests"
 cat "$builds_log"
 

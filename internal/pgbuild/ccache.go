@@ -68,18 +68,20 @@ var configInfoObjects = []string{"config_info.o", "config_info_shlib.o", "config
 // and configure writes the prefix into it (CONFIGURE_ARGS), so each new
 // prefix would miss in direct mode and preprocess every file again. When
 // config_info.c alone uses CONFIGURE_ARGS, its objects are compiled first
-// without ccache (after the headers the backend generates); for every other compile ccache leaves pg_config.h out of
-// its manifests (at each depth the makefiles include it from) and hashes a
-// copy of it without that line instead, so any other difference in
-// configure's results still misses. The environment is nil, and builds
-// preprocess as before, when other sources use CONFIGURE_ARGS.
+// without ccache (after the headers the backend generates); for every
+// other compile ccache leaves pg_config.h out of its manifests (at each
+// depth the makefiles include it from) and hashes a copy of it without
+// that line instead, so any other difference in configure's results still
+// misses. The environment is nil, and builds preprocess as before, when
+// other sources use CONFIGURE_ARGS or src/common lacks those objects.
+// checkPrefix, after the install, is the net under all of it.
 func (p *plan) directModeEnv(b *builder, srcDir string) ([]string, error) {
 	users, err := configureArgsUsers(srcDir)
 	if err != nil {
 		return nil, err
 	}
 	if len(users) != 1 || users[0] != configInfo {
-		b.note("make", fmt.Sprintf("ccache preprocesses every file: %s use CONFIGURE_ARGS", strings.Join(users, ", ")))
+		b.note("make", fmt.Sprintf("ccache preprocesses every file: the sources that use CONFIGURE_ARGS are [%s], not %s alone", strings.Join(users, ", "), configInfo))
 		return nil, nil
 	}
 	header, err := os.ReadFile(filepath.Join(srcDir, "src/include/pg_config.h"))
@@ -112,7 +114,8 @@ func (p *plan) directModeEnv(b *builder, srcDir string) ([]string, error) {
 		}
 	}
 	if len(objects) == 0 {
-		return nil, fmt.Errorf("ccache direct mode: src/common builds none of %s", strings.Join(configInfoObjects, ", "))
+		b.note("make", "ccache preprocesses every file: src/common builds none of "+strings.Join(configInfoObjects, ", "))
+		return nil, nil
 	}
 	if _, err := b.run("make", srcDir, []string{"CCACHE_DISABLE=1"}, "make", append([]string{"-C", "src/common"}, objects...)...); err != nil {
 		return nil, err
@@ -127,8 +130,9 @@ func (p *plan) directModeEnv(b *builder, srcDir string) ([]string, error) {
 	}, nil
 }
 
-// configureArgsUsers are the C sources and headers under srcDir, relative,
-// that name CONFIGURE_ARGS, but for pg_config.h, which defines it.
+// configureArgsUsers are the C sources and headers, and the bison and
+// flex sources that generate C, under srcDir (relative) that name
+// CONFIGURE_ARGS, but for pg_config.h, which defines it.
 func configureArgsUsers(srcDir string) ([]string, error) {
 	var users []string
 	err := filepath.WalkDir(srcDir, func(path string, d fs.DirEntry, err error) error {
@@ -141,8 +145,7 @@ func configureArgsUsers(srcDir string) ([]string, error) {
 			}
 			return nil
 		}
-		ext := filepath.Ext(path)
-		if ext != ".c" && ext != ".h" {
+		if !d.Type().IsRegular() || !compiledExt[filepath.Ext(path)] {
 			return nil
 		}
 		rel, _ := filepath.Rel(srcDir, path)
@@ -165,3 +168,7 @@ func configureArgsUsers(srcDir string) ([]string, error) {
 }
 
 var configureArgsRE = regexp.MustCompile(`\bCONFIGURE_ARGS\b`)
+
+// compiledExt are the extensions of the files whose text reaches the
+// compiler: C, and bison and flex sources.
+var compiledExt = map[string]bool{".c": true, ".h": true, ".y": true, ".l": true}

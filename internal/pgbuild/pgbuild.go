@@ -4,6 +4,7 @@
 package pgbuild
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -840,7 +842,7 @@ func (p *plan) install(ctx context.Context, r *Result, staged string) error {
 		return fmt.Errorf("parse postgres --version %q", pgv)
 	}
 	r.Version = m[1]
-	if err := checkConfigure(ctx, filepath.Join(staged, "bin"), p.prefix); err != nil {
+	if err := checkPrefix(staged, p.prefix); err != nil {
 		return err
 	}
 	stamp, err := json.MarshalIndent(r, "", "  ")
@@ -856,19 +858,39 @@ func (p *plan) install(ctx context.Context, r *Result, staged string) error {
 	return nil
 }
 
-// checkConfigure is nil when the pg_config in bin says it was configured
-// for prefix: a build whose objects came from a cache must not print
+// checkPrefix is nil when every configure argument list in the staged
+// install (pg_config and the server print it, the PGXS makefile holds it)
+// names prefix: a build whose objects came from a cache must not carry
 // another build's configure arguments.
-func checkConfigure(ctx context.Context, bin, prefix string) error {
-	pgConfig := filepath.Join(bin, "pg_config")
-	res, err := remote.RunLocal(ctx, remote.Command{Args: []string{pgConfig, "--configure"}}, remote.LocalOptions{})
-	if err != nil {
-		return fmt.Errorf("%s --configure: %w", pgConfig, err)
+func checkPrefix(staged, prefix string) error {
+	mark := []byte("'--prefix=")
+	want := append(append([]byte(nil), mark...), prefix+"'"...)
+	return filepath.WalkDir(staged, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i := bytes.Index(b, mark); i >= 0; i = nextIndex(b, mark, i) {
+			if !bytes.HasPrefix(b[i:], want) {
+				other, _, _ := bytes.Cut(b[i+len(mark):], []byte("'"))
+				rel, _ := filepath.Rel(staged, path)
+				return fmt.Errorf("%s names the prefix %s in its configure arguments, not %s: an object of another build's configure (build again without ccache)", rel, other, prefix)
+			}
+		}
+		return nil
+	})
+}
+
+// nextIndex is the index of sep in b after the one at i, or -1.
+func nextIndex(b, sep []byte, i int) int {
+	j := bytes.Index(b[i+1:], sep)
+	if j < 0 {
+		return -1
 	}
-	if want := "'--prefix=" + prefix + "'"; !strings.Contains(string(res.Stdout), want) {
-		return fmt.Errorf("%s --configure prints %q, without %s: an object of another build's configure", pgConfig, strings.TrimSpace(string(res.Stdout)), want)
-	}
-	return nil
+	return i + 1 + j
 }
 
 // rejects returns the content of any .rej files patch left in dir.
