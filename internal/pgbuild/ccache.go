@@ -80,7 +80,7 @@ func (p *plan) directModeEnv(b *builder, srcDir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(users) != 1 || users[0] != configInfo {
+	if !configInfoAlone(users) {
 		b.note("make", fmt.Sprintf("ccache preprocesses every file: the sources that use CONFIGURE_ARGS are [%s], not %s alone", strings.Join(users, ", "), configInfo))
 		return nil, nil
 	}
@@ -165,6 +165,12 @@ func configureArgsUsers(srcDir string) ([]string, error) {
 		return nil, fmt.Errorf("look for CONFIGURE_ARGS: %w", err)
 	}
 	return users, nil
+}
+
+// configInfoAlone says whether config_info.c is the one user of
+// CONFIGURE_ARGS among users (configureArgsUsers).
+func configInfoAlone(users []string) bool {
+	return len(users) == 1 && users[0] == configInfo
 }
 
 var configureArgsRE = regexp.MustCompile(`\bCONFIGURE_ARGS\b`)

@@ -256,7 +256,7 @@ func (p *plan) buildTreeOnce(ctx context.Context, st *treeState) (Result, error)
 		if args, err = p.configure(b, src); err != nil {
 			return Result{}, err
 		}
-	} else if err := p.retarget(ctx, src, st.Prefix); err != nil {
+	} else if err := p.retarget(src, st.Prefix); err != nil {
 		return Result{}, err
 	}
 	if err := p.compileAndStage(b, src, stage); err != nil {
@@ -284,15 +284,15 @@ var configureOutputs = []string{"config.status", "src/include/pg_config.h", "src
 // so does pg_config.h when only config_info.c uses what in it names the
 // prefix (CONFIGURE_ARGS): that file's objects hold the old prefix, so
 // they are deleted, and nothing else that includes pg_config.h changes.
-func (p *plan) retarget(ctx context.Context, src, old string) error {
+func (p *plan) retarget(src, old string) error {
 	if old == p.prefix {
 		return nil
 	}
-	users, err := gitRunner(ctx, src, p.progress)("grep", "-l", "-w", "CONFIGURE_ARGS", "--", "*.c", "*.h")
+	users, err := configureArgsUsers(src)
 	if err != nil {
 		return fmt.Errorf("retarget the tree: %w", err)
 	}
-	keepTime := map[string]bool{"config.status": true, "src/include/pg_config.h": users == "src/common/config_info.c"}
+	keepTime := map[string]bool{"config.status": true, "src/include/pg_config.h": configInfoAlone(users)}
 	from, to := []byte(old), []byte(p.prefix)
 	skip := map[string]bool{".git": true, "config.log": true}
 	for _, o := range configureOutputs {
