@@ -89,6 +89,40 @@ func installRunner(t *testing.T) string {
 	return in.Path
 }
 
+// interruptedOnce returns the path of a runner for this machine that runs
+// the runner at real, but for the first campaign it is asked to run
+// (`ab ... --progress-json`): that one gets SIGINT, as an interrupt on the
+// host sends it, once its first run is done. A test stops an apply part
+// way so, at the same point however loaded the machine is, where a short
+// create timeout would stop it before the first run on a busy machine.
+func interruptedOnce(t *testing.T, real string) string {
+	t.Helper()
+	dir := reachableTempDir(t)
+	path := filepath.Join(dir, "pgbench-runner")
+	script := fmt.Sprintf(`#!/bin/bash
+real=%q marker=%q
+if [ "$1" != ab ] || [[ " $* " != *" --progress-json "* ]] || ! mkdir "$marker" 2>/dev/null; then
+	exec "$real" "$@"
+fi
+mkfifo "$marker/stderr"
+"$real" "$@" 2>"$marker/stderr" <&0 &
+pid=$!
+sent=
+while IFS= read -r line; do
+	printf '%%s\n' "$line" >&2
+	if [ -z "$sent" ] && [[ $line == *'"event":"run_done"'* ]]; then
+		kill -INT "$pid"
+		sent=1
+	fi
+done <"$marker/stderr"
+wait "$pid"
+`, real, filepath.Join(dir, "interrupted"))
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // reachableTempDir is a t.TempDir() the postgres user can traverse: the
 // campaign's data directories live below the runner's directory, and
 // initdb runs as postgres, not as root.

@@ -719,13 +719,14 @@ func abCheckDataRemoved(dir *string, variants []string, keep bool) tfresource.Te
 }
 
 // A tiny campaign on this machine, with the connection written in HCL: the
-// resource on its own, an interrupted first apply, and the resume. Both
+// resource on its own, a first apply whose runner is interrupted once its
+// first run is done (interruptedOnce), and the resume. Both
 // variants have huge_pages = "off" so that this test, which does not take
 // the kernel lock, never takes pages from a pool another test reserved.
 func TestAccABBenchmarkLocal(t *testing.T) {
 	testhost.RequireRoot(t)
 	testhost.RequireCommand(t, "pgbench", systemPGBin)
-	runner := installRunner(t)
+	runner := interruptedOnce(t, installRunner(t))
 	local, moved := filepath.Join(t.TempDir(), "report"), filepath.Join(t.TempDir(), "moved")
 	config := func(timeout, localDir string, alpha ...string) string {
 		a := ""
@@ -776,8 +777,8 @@ resource "pgbench_ab_benchmark" "t" {
 			{
 				// Stopped part way: the runs done so far stay in the
 				// host's journal; progress.log has followed them.
-				Config:      config("12s", local),
-				ExpectError: regexp.MustCompile(`(?s)A/B Campaign Failed.*resume.*create\s+timeout`),
+				Config:      config("30m", local),
+				ExpectError: regexp.MustCompile(`(?s)A/B Campaign Failed.*journal\.jsonl.*resume`),
 			},
 			{
 				PreConfig: func() {

@@ -83,6 +83,8 @@ const (
 	// allocLock serializes picking a subnet number across test processes
 	// (go test runs packages in parallel).
 	allocLock = "/run/pgbench-testhost.lock"
+	// allocNext holds the N where allocate's next search starts.
+	allocNext = "/run/pgbench-testhost-next"
 )
 
 // New creates a test host and tears it down in t.Cleanup. It skips (or
@@ -178,16 +180,27 @@ func New(t testing.TB, opts ...Option) *Host {
 	return h
 }
 
-// allocate picks the lowest free N and creates namespace pgbt-N. The
-// namespace file under /run/netns is the claim; the flock only keeps two
-// processes from racing for the same N.
+// allocate picks a free N and creates namespace pgbt-N. The namespace
+// file under /run/netns is the claim; the flock only keeps two processes
+// from racing for the same N. The search starts after the N allocated
+// last, by any process (allocNext), so that a name comes back only after
+// every other N had its turn: a test that checks that the namespace of a
+// host it tore down is gone must not find another test's new host under
+// the same name (make test runs lanes side by side).
 func allocate(ipPath string) (int, error) {
 	unlock, err := lockAlloc()
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	for n := 1; n < 255; n++ {
+	start := 1
+	if b, err := os.ReadFile(allocNext); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n >= 1 && n < 255 {
+			start = n
+		}
+	}
+	for i := 0; i < 254; i++ {
+		n := (start-1+i)%254 + 1
 		ns := fmt.Sprintf("pgbt-%d", n)
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 			continue
@@ -198,6 +211,9 @@ func allocate(ipPath string) (int, error) {
 		}
 		out, err := exec.Command(ipPath, "netns", "add", ns).CombinedOutput()
 		if err == nil {
+			if err := os.WriteFile(allocNext, []byte(strconv.Itoa(n%254+1)), 0o600); err != nil {
+				return 0, fmt.Errorf("record the next test host number: %w", err)
+			}
 			return n, nil
 		}
 		if !bytes.Contains(out, []byte("exists")) {

@@ -64,3 +64,21 @@ func TestWithoutSSHDRefuses(t *testing.T) {
 		t.Fatalf("dial %s:22: %v, want connection refused", h.Addr, err)
 	}
 }
+
+// A torn-down host's name does not come back at the next host: a test
+// that checks that its host's namespace is gone must not find another
+// test's new host under the same name.
+func TestNamesAreNotReusedAtOnce(t *testing.T) {
+	var names []string
+	for i := 0; i < 2; i++ {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			names = append(names, New(t, WithoutSSHD()).Namespace)
+		})
+	}
+	if len(names) != 2 || names[0] == names[1] {
+		t.Fatalf("two hosts one after the other were named %q, want two names", names)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", names[0])); !os.IsNotExist(err) {
+		t.Errorf("namespace %s of the first host after its cleanup: %v, want it gone", names[0], err)
+	}
+}
