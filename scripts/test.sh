@@ -1,30 +1,78 @@
 #!/usr/bin/env bash
-# make test: every test of the module, in two lanes.
+# make test: every test of the module, in four shared lanes side by side,
+# then the quiet lane.
 #
-# Most tests measure (real pgbench runs, whose figures the tests judge) or
-# load both cores with PostgreSQL, and must not share the machine: those
-# packages run one at a time (-p 1), after the first lane.
+# Most tests run real PostgreSQL servers and pgbench, but few judge the
+# figures they measure: the others check what a campaign, a build or an
+# apply does, and a run of a fixed duration takes as long on a loaded
+# machine as on an idle one. Those run in the shared lanes, side by side,
+# each lane one package at a time:
 #
-# The first lane runs two things side by side. internal/pgbuild compiles
-# PostgreSQL on both cores and measures nothing; beside it run the
-# packages that neither measure nor build PostgreSQL (BESIDE: report's statistics are tested by
-# simulation, on numbers they draw themselves) and the provider's host tests
-# (hosts on the EC2 stand-in, over SSH or on this machine, without a
-# campaign: PROVIDER_BESIDE, but for PROVIDER_MEASURING), which mostly wait
-# on SSH, on process exits and on the EC2 stand-in's clock. A test added to
-# one of those must not run a campaign or a build: put it in the measuring
-# lane instead.
+#   builds    internal/pgbuild (PostgreSQL compiled for real once, then
+#             from its ccache), the provider's build tests (from that
+#             ccache), the small packages that start a server
+#   packages  the packages that neither measure nor build, the provider's
+#             host tests
+#   campaigns the campaign engine, the runner, the provider's examples
+#   provider  the provider's campaign, pool and connection tests
 #
-# Environment: GO_TEST_FLAGS (flags for every go test, such as -v; not -run,
-# which the lanes set), and the variables the
-# tests read (TF_ACC, TF_ACC_TERRAFORM_PATH, PGBENCH_REQUIRE_REAL_HOSTS...).
+# The compiles are the longest chain of work and the only one that does
+# not wait on a clock, so they come first: each lane is a session of its
+# own, which the kernel's autogroup scheduler gives an equal share of the
+# CPUs (every PostgreSQL server too: pg_ctl starts one in a session of its
+# own), and the builds lane's session, run as root, asks for a share that
+# many times larger (autogroup nice BUILDS_NICE).
+#
+# Each shared lane has a host lock directory of its own (PGBENCH_RUNNER_LOCK_DIR),
+# so that its campaigns' measured phases do not wait on the other lanes'
+# (a host lock keeps measurements apart on one host; the lanes do not need
+# that), and PGBENCH_TEST_LANE=shared.
+#
+# The tests whose assertions judge measured figures (a verdict that needs
+# the machine's noise low) call testhost.Quiet and are listed in QUIET:
+# the shared lanes skip them, and they run last, alone, one at a time. A
+# test that calls testhost.Quiet but is missing from QUIET fails in its
+# shared lane, saying so (and testhost's TestQuietListsTheQuietTests
+# compares the two).
+#
+# Each lane's output waits in a file and is printed when the lane ends, so
+# that the outputs do not interleave.
+#
+# Environment: GO_TEST_FLAGS (flags for every go test, such as -v; not -run
+# or -skip, which the lanes set), and the variables the tests read (TF_ACC,
+# TF_ACC_TERRAFORM_PATH, PGBENCH_REQUIRE_REAL_HOSTS...).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cd "$(dirname "$self")/.."
 
 mod=$(go list -m)
 flags=(-trimpath -count=1 -timeout 60m ${GO_TEST_FLAGS:-})
 
-BESIDE=(
+# The tests that need the machine to itself: those that judge measured
+# figures (testhost.Quiet), then those that change kernel state
+# (testhost.LockKernel: a server of a test beside them would take huge pages
+# from their pools).
+QUIET_TESTS=(
+	TestDefaultsFindAModestSlowdown TestAAIsNoDifference
+	TestRealEffectAndRemoveData TestAdaptiveCampaign
+	TestClientBoundIsFlagged TestCountersAndProfilesExplainASeqScan
+	TestSampledRuns TestTPCCCampaign TestBisectFindsTheSlowCommit
+	TestAccABBenchmarkPipeline TestAccEC2ExampleInstanceMatrix
+	TestAccEC2ExampleNumaClockSweep TestAccEC2HostLifecycle
+	TestAccEC2StockImageLogin TestAccHostLocal
+	TestAccHostTuningFailureLeavesHostUnchanged TestAccHugepagePoolDrift
+	TestAccHugepagePoolImpossible TestAccHugepagePoolMemoryFraction
+	TestAccHugepagePoolPagesSSH TestAccHugepagePoolSizeForPostgres
+	TestApplyRevertReal TestHugePagesOnWithoutPool
+	TestHugepagesReserveImpossibleCLI TestHugepagesReserveReleaseCLI
+	TestPagetablesShape TestPlanForPostgresStarts
+	TestPlannedPoolStartsPostgres TestReserveImpossible TestReserveNode
+	TestReserveRelease TestTuneApplyRevertCLI
+)
+QUIET="^($(IFS='|'; echo "${QUIET_TESTS[*]}"))\$"
+
+# The packages that neither measure nor build PostgreSQL.
+PACKAGES=(
 	internal/atomicfile internal/bisect internal/changepoint internal/digest
 	internal/ec2host internal/ec2quota internal/ec2sim internal/filelock
 	internal/hostlock internal/journal internal/pkgmgr internal/proc
@@ -32,52 +80,120 @@ BESIDE=(
 	internal/resultsdb/resultsdbtest internal/runnerbin internal/runnerclient
 	internal/statefile internal/sysinfo internal/testhost scripts/release .
 )
-PROVIDER_BESIDE='^TestAcc(EC2|Host)'
-PROVIDER_MEASURING='^TestAcc(EC2Example|HostDestroyRemovesAbandonedCampaign)'
+# The packages with a place of their own in a lane; every other package
+# is a small one that starts a server, in the packages lane.
 BUILDS=internal/pgbuild
+RUNNER=runner
+CAMPAIGN=internal/campaign
+# The provider's tests: host tests (hosts on the EC2 stand-in, over SSH or
+# on this machine, without a campaign), but for the examples and one that
+# runs a campaign; and the tests that build PostgreSQL.
+PROVIDER_HOSTS='^TestAcc(EC2|Host)'
+PROVIDER_EXAMPLES='^TestAcc(EC2Example|HostDestroyRemovesAbandonedCampaign)'
+PROVIDER_BUILDS='^TestAcc(PostgresBuild|PerfBisect)'
+# The autogroup nice of the builds lane's session: -10 weighs about 9
+# times a session at 0.
+BUILDS_NICE=-10
 
-beside=()
-for p in "${BESIDE[@]}"; do
-	if [ "$p" = . ]; then beside+=("$mod"); else beside+=("$mod/$p"); fi
-done
-all=$(go list ./...) || exit 1
-measuring=()
-for p in $all; do
-	case " ${beside[*]} $mod/$BUILDS $mod/provider " in
-	*" $p "*) ;;
-	*) measuring+=("$p") ;;
-	esac
-done
+pkg() { if [ "$1" = . ]; then echo "$mod"; else echo "$mod/$1"; fi; }
 
+# gotest runs go test in a shared lane, without the quiet tests.
+gotest() {
+	local skip=$QUIET
+	local args=()
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-skip) skip="$2|$QUIET"; shift 2 ;;
+		*) args+=("$1"); shift ;;
+		esac
+	done
+	go test "${flags[@]}" -p 1 -skip "$skip" "${args[@]}"
+}
+
+# servers lists the packages no lane names: small ones that start a server.
+servers() {
+	local p q placed
+	placed=" $(for q in "${PACKAGES[@]}" $BUILDS $RUNNER $CAMPAIGN provider; do pkg "$q"; done | tr '\n' ' ') "
+	for p in $(go list ./...); do
+		case $placed in
+		*" $p "*) ;;
+		*) echo "$p" ;;
+		esac
+	done
+}
+
+# The lanes.
+lane_builds() {
+	local s=0
+	if [ "$(id -u)" -eq 0 ]; then echo "$BUILDS_NICE" >/proc/self/autogroup || true; fi
+	gotest "$(pkg $BUILDS)" || s=1
+	gotest "$mod/provider" -run "$PROVIDER_BUILDS" || s=1
+	gotest $(servers) || s=1
+	return $s
+}
+lane_packages() {
+	local s=0
+	gotest $(for q in "${PACKAGES[@]}"; do pkg "$q"; done) || s=1
+	gotest "$mod/provider" -run "$PROVIDER_HOSTS" -skip "$PROVIDER_EXAMPLES" || s=1
+	return $s
+}
+lane_campaigns() {
+	local s=0
+	gotest "$(pkg $CAMPAIGN)" || s=1
+	gotest "$(pkg $RUNNER)" || s=1
+	gotest "$mod/provider" -run "$PROVIDER_EXAMPLES" || s=1
+	return $s
+}
+lane_provider() {
+	gotest "$mod/provider" -skip "$PROVIDER_HOSTS|$PROVIDER_BUILDS"
+}
+
+if [ "${1:-}" = --lane ]; then
+	"lane_$2"
+	exit
+fi
+
+go list ./... >/dev/null || exit 1
 start=$(date +%s)
-lane() { printf '\n==> %s (%ss into make test)\n' "$*" "$(( $(date +%s) - start ))"; }
+say() { printf '\n==> %s (%ss into make test)\n' "$*" "$(( $(date +%s) - start ))"; }
 
-# The first lane. The build tests' output waits in a file, so that the two
-# outputs do not interleave.
-# The builds run in a process group of their own, which an interrupted
-# make test ends too. They are not niced: at nice 10 the first lane took
-# 659 s instead of 567 s, the compile waiting on the tests beside it.
-builds_log=$(mktemp)
-builds_pid=
-stop_builds() { [ -n "$builds_pid" ] && kill -- "-$builds_pid" 2>/dev/null; }
-trap 'rm -f "$builds_log"' EXIT
-trap 'stop_builds; exit 130' INT
-trap 'stop_builds; exit 143' TERM
-lane "builds ($BUILDS) beside the packages that neither measure nor build PostgreSQL"
-setsid go test "${flags[@]}" -p 1 "$mod/$BUILDS" >"$builds_log" 2>&1 &
-builds_pid=$!
+tmp=$(mktemp -d)
+running=()
+stop_lanes() { for p in "${running[@]}"; do kill -- "-$p" 2>/dev/null; done; }
+trap 'rm -rf "$tmp"' EXIT
+trap 'stop_lanes; exit 130' INT
+trap 'stop_lanes; exit 143' TERM
+
+# Every lane is a session of its own (setsid): the scheduler's share, and
+# a process group that an interrupted make test ends.
+declare -A lane_of
+say "the shared lanes: builds, packages, campaigns, provider"
+for name in builds packages campaigns provider; do
+	mkdir -p "$tmp/lock-$name"
+	PGBENCH_TEST_LANE=shared PGBENCH_RUNNER_LOCK_DIR="$tmp/lock-$name" \
+		setsid bash "$self" --lane "$name" >"$tmp/$name.log" 2>&1 &
+	running+=($!)
+	lane_of[$!]=$name
+done
 status=0
-go test "${flags[@]}" -p 1 "${beside[@]}" || status=1
-go test "${flags[@]}" -p 1 "$mod/provider" -run "$PROVIDER_BESIDE" -skip "$PROVIDER_MEASURING" || status=1
-wait "$builds_pid" || status=1
-builds_pid=
-lane "the builds' tests"
-cat "$builds_log"
+while [ "${#running[@]}" -gt 0 ]; do
+	wait -n -p done "${running[@]}"
+	rc=$?
+	left=()
+	for p in "${running[@]}"; do [ "$p" = "$done" ] || left+=("$p"); done
+	running=("${left[@]}")
+	say "the ${lane_of[$done]} lane's tests (exit $rc)"
+	cat "$tmp/${lane_of[$done]}.log"
+	[ "$rc" -eq 0 ] || status=1
+done
 
-# The second lane: one package at a time.
-lane "the measuring packages, one at a time"
-go test "${flags[@]}" -p 1 "${measuring[@]}" || status=1
-go test "${flags[@]}" -p 1 "$mod/provider" -skip "$PROVIDER_BESIDE" || status=1
-go test "${flags[@]}" -p 1 "$mod/provider" -run "$PROVIDER_MEASURING" || status=1
-lane "done, status $status"
+# The quiet lane: the packages that hold a test in QUIET (as far as
+# a helper that takes the kernel lock lives in the test's own package).
+quiet=()
+for d in $(grep -rlE --include='*_test.go' 'testhost\.(Quiet|LockKernel)\(' . | xargs -n1 dirname | sort -u); do
+	quiet+=("$(pkg "${d#./}")")
+done
+say "the quiet lane: the tests that judge measured figures, one at a time"
+go test "${flags[@]}" -p 1 -run "$QUIET" "${quiet[@]}" || status=1
+say "done, status $status"
 exit "$status"

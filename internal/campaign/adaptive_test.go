@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
 // adaptiveRuns is a journal of the first n iterations of a cell at clients,
@@ -126,6 +127,7 @@ func TestValidateAdaptive(t *testing.T) {
 // says so in the results.
 func TestAdaptiveCampaign(t *testing.T) {
 	bin := needPostgres(t)
+	testhost.Quiet(t)
 	for _, tt := range []struct {
 		name       string
 		target     float64

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 )
 
 // slowdownSetting is a setting that costs rangeScript 10-16% here,
@@ -44,6 +45,7 @@ const logBound = 4000
 // an A/A campaign gives no-difference is TestAAIsNoDifference.)
 func TestDefaultsFindAModestSlowdown(t *testing.T) {
 	bin := needPostgres(t)
+	testhost.Quiet(t)
 	// In a scratch directory, which the PostgreSQL user that runs pgbench
 	// can read (a t.TempDir is its owner's only).
 	script := filepath.Join(filepath.Dir(scratch(t)), "range.sql")

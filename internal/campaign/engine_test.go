@@ -19,6 +19,7 @@ import (
 // promised, and the second variant's data must be a clone of the first's.
 func TestAAIsNoDifference(t *testing.T) {
 	bin := needPostgres(t)
+	testhost.Quiet(t)
 	out := scratch(t)
 	cfg := &Config{
 		Variants: []Variant{{Name: "a", BinDir: bin, HugePages: "off"}, {Name: "b", BinDir: bin, HugePages: "off"}},
@@ -117,6 +118,7 @@ func TestAAIsNoDifference(t *testing.T) {
 // order is randomized with a seed and checked; then --remove-data.
 func TestRealEffectAndRemoveData(t *testing.T) {
 	bin := needPostgres(t)
+	testhost.Quiet(t)
 	out := scratch(t)
 	cfg := &Config{
 		Variants: []Variant{{Name: "sync_on", BinDir: bin, HugePages: "off"}, {Name: "sync_off", BinDir: bin, HugePages: "off", Settings: map[string]string{"synchronous_commit": "off"}}},

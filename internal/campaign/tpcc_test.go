@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/report"
+	"github.com/pgbench-tf/terraform-provider-pgbench/internal/testhost"
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/tpcc"
 )
 
@@ -37,6 +38,7 @@ func tpccConfig(bin, out string, variants ...Variant) *Config {
 // results carry NOPM, TPM and every transaction type's latencies.
 func TestTPCCCampaign(t *testing.T) {
 	bin := needPostgres(t)
+	testhost.Quiet(t)
 	out := scratch(t)
 	cfg := tpccConfig(bin, out,
 		Variant{Name: "base"}, Variant{Name: "same"},

@@ -82,9 +82,18 @@ const KernelLockPath = "/run/pgbench-test-kernel.lock"
 // Under -short it skips first: every test that changes the kernel skips
 // there anyway, and waiting for the lock first would stall the inner loop
 // for as long as a full run elsewhere on the machine holds it.
+//
+// A test that changes kernel state needs the machine to itself in make
+// test, as a Quiet test does: a server that a test beside it starts takes
+// huge pages from any pool it finds (huge_pages = try), and the pool can
+// then not be given back. In a shared lane LockKernel fails the test, as
+// Quiet does, until QUIET in scripts/test.sh lists it.
 func LockKernel(t testing.TB) {
 	t.Helper()
 	SkipShort(t, "the machine-wide kernel lock (changes kernel state)")
+	if os.Getenv(LaneEnv) == "shared" {
+		t.Fatalf("this test changes kernel state (testhost.LockKernel) and needs the machine to itself: add it to QUIET in scripts/test.sh, which runs it after the shared lanes")
+	}
 	f, err := os.OpenFile(KernelLockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		Skip(t, "cannot open kernel lock %s: %v", KernelLockPath, err)
@@ -126,4 +135,22 @@ func SysctlPath(name string) string {
 		}
 	}
 	return filepath.Join("/proc/sys", string(b))
+}
+
+// LaneEnv names the lane of make test a test process runs in
+// (scripts/test.sh): "shared" for the lanes that run side by side, where
+// other tests load the machine; unset everywhere else.
+const LaneEnv = "PGBENCH_TEST_LANE"
+
+// Quiet marks a test whose assertions judge measured figures (a verdict
+// that needs the machine's noise low, a share of CPU time): it needs the
+// machine to itself (so does a test that takes LockKernel). make test runs such tests after its shared lanes,
+// one at a time, when scripts/test.sh lists them in QUIET; a test that
+// calls Quiet in a shared lane fails, naming that list, instead of
+// passing or failing by the load beside it.
+func Quiet(t testing.TB) {
+	t.Helper()
+	if os.Getenv(LaneEnv) == "shared" {
+		t.Fatalf("this test judges measured figures and needs the machine to itself: add it to QUIET in scripts/test.sh, which runs it after the shared lanes")
+	}
 }
