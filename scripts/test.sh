@@ -28,12 +28,13 @@
 # (a host lock keeps measurements apart on one host; the lanes do not need
 # that), and PGBENCH_TEST_LANE=shared.
 #
-# The tests whose assertions judge measured figures (a verdict that needs
-# the machine's noise low) call testhost.Quiet and are listed in QUIET:
-# the shared lanes skip them, and they run last, alone, one at a time. A
-# test that calls testhost.Quiet but is missing from QUIET fails in its
-# shared lane, saying so (and testhost's TestQuietListsTheQuietTests
-# compares the two).
+# The tests that need the machine to itself are listed in QUIET_TESTS: the
+# shared lanes skip them, and they run last, alone, one at a time. They are
+# the tests whose assertions judge measured figures (a verdict that needs
+# the machine's noise low), which call testhost.Quiet, and those that change
+# kernel state, which take testhost.LockKernel. Either helper fails a test
+# in a shared lane that is missing from QUIET_TESTS, saying so, and
+# testhost's TestQuietListsTheQuietTests compares the list with the tests.
 #
 # Each lane's output waits in a file and is printed when the lane ends, so
 # that the outputs do not interleave.
@@ -193,7 +194,7 @@ quiet=()
 for d in $(grep -rlE --include='*_test.go' 'testhost\.(Quiet|LockKernel)\(' . | xargs -n1 dirname | sort -u); do
 	quiet+=("$(pkg "${d#./}")")
 done
-say "the quiet lane: the tests that judge measured figures, one at a time"
+say "the quiet lane: the tests that need the machine to itself, one at a time"
 go test "${flags[@]}" -p 1 -run "$QUIET" "${quiet[@]}" || status=1
 say "done, status $status"
 exit "$status"
