@@ -29,39 +29,31 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-// quietIn calls Quiet with PGBENCH_TEST_LANE set to lane and returns what
-// it failed with ("" when it let the test go on).
-func quietIn(t *testing.T, lane string) string {
+// failure calls mark (Quiet or LockKernel) with PGBENCH_TEST_LANE set to
+// lane and returns what it failed with ("" when it let the test go on).
+func failure(t *testing.T, lane string, mark func(testing.TB)) string {
 	t.Setenv(LaneEnv, lane)
 	tb := &fatalTB{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Quiet(tb)
+		mark(tb)
 	}()
 	<-done
 	return tb.fatal
 }
 
-// A test that judges measured figures fails in a shared lane of make
-// test, naming the list it is missing from, and runs anywhere else.
+// A test that needs the machine to itself fails in a shared lane of make
+// test, naming the list it is missing from; a Quiet test runs anywhere
+// else.
 func TestQuiet(t *testing.T) {
-	if msg := quietIn(t, "shared"); !strings.Contains(msg, "QUIET in scripts/test.sh") {
-		t.Errorf("Quiet in a shared lane: %q, want a failure naming QUIET in scripts/test.sh", msg)
-	}
-	t.Setenv(LaneEnv, "shared")
-	tb := &fatalTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		LockKernel(tb)
-	}()
-	<-done
-	if !strings.Contains(tb.fatal, "QUIET in scripts/test.sh") {
-		t.Errorf("LockKernel in a shared lane: %q, want a failure naming QUIET in scripts/test.sh", tb.fatal)
+	for name, mark := range map[string]func(testing.TB){"Quiet": Quiet, "LockKernel": LockKernel} {
+		if msg := failure(t, "shared", mark); !strings.Contains(msg, "QUIET in scripts/test.sh") {
+			t.Errorf("%s in a shared lane: %q, want a failure naming QUIET in scripts/test.sh", name, msg)
+		}
 	}
 	for _, lane := range []string{"", "quiet"} {
-		if msg := quietIn(t, lane); msg != "" {
+		if msg := failure(t, lane, Quiet); msg != "" {
 			t.Errorf("Quiet with %s=%q failed: %s", LaneEnv, lane, msg)
 		}
 	}
