@@ -79,7 +79,7 @@ const KernelLockPath = "/run/pgbench-test-kernel.lock"
 
 // LockKernel takes the machine-wide kernel lock for the rest of the test and
 // releases it in t.Cleanup. Tests that take it must not call t.Parallel.
-// Under -short it skips first: every test that changes the kernel skips
+// Under -short it skips before it waits: every test that changes the kernel skips
 // there anyway, and waiting for the lock first would stall the inner loop
 // for as long as a full run elsewhere on the machine holds it.
 //
@@ -90,10 +90,10 @@ const KernelLockPath = "/run/pgbench-test-kernel.lock"
 // Quiet does, until QUIET in scripts/test.sh lists it.
 func LockKernel(t testing.TB) {
 	t.Helper()
-	SkipShort(t, "the machine-wide kernel lock (changes kernel state)")
 	if os.Getenv(LaneEnv) == "shared" {
 		t.Fatalf("this test changes kernel state (testhost.LockKernel) and needs the machine to itself: add it to QUIET in scripts/test.sh, which runs it after the shared lanes")
 	}
+	SkipShort(t, "the machine-wide kernel lock (changes kernel state)")
 	f, err := os.OpenFile(KernelLockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		Skip(t, "cannot open kernel lock %s: %v", KernelLockPath, err)
