@@ -82,7 +82,7 @@ PACKAGES=(
 	internal/statefile internal/sysinfo internal/testhost scripts/release .
 )
 # The packages with a place of their own in a lane; every other package
-# is a small one that starts a server, in the packages lane.
+# is a small one that starts a server, in the builds lane (servers).
 BUILDS=internal/pgbuild
 RUNNER=runner
 CAMPAIGN=internal/campaign
@@ -188,7 +188,7 @@ while [ "${#running[@]}" -gt 0 ]; do
 	[ "$rc" -eq 0 ] || status=1
 done
 
-# The quiet lane: the packages that hold a test in QUIET (as far as
+# The quiet lane: the packages that hold a test in QUIET_TESTS (as far as
 # a helper that takes the kernel lock lives in the test's own package).
 quiet=()
 for d in $(grep -rlE --include='*_test.go' 'testhost\.(Quiet|LockKernel)\(' . | xargs -n1 dirname | sort -u); do

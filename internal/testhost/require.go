@@ -87,12 +87,10 @@ const KernelLockPath = "/run/pgbench-test-kernel.lock"
 // test, as a Quiet test does: a server that a test beside it starts takes
 // huge pages from any pool it finds (huge_pages = try), and the pool can
 // then not be given back. In a shared lane LockKernel fails the test, as
-// Quiet does, until QUIET in scripts/test.sh lists it.
+// Quiet does (notInSharedLane).
 func LockKernel(t testing.TB) {
 	t.Helper()
-	if os.Getenv(LaneEnv) == "shared" {
-		t.Fatalf("this test changes kernel state (testhost.LockKernel) and needs the machine to itself: add it to QUIET in scripts/test.sh, which runs it after the shared lanes")
-	}
+	notInSharedLane(t, "changes kernel state (testhost.LockKernel)")
 	SkipShort(t, "the machine-wide kernel lock (changes kernel state)")
 	f, err := os.OpenFile(KernelLockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -144,13 +142,22 @@ const LaneEnv = "PGBENCH_TEST_LANE"
 
 // Quiet marks a test whose assertions judge measured figures (a verdict
 // that needs the machine's noise low, a share of CPU time): it needs the
-// machine to itself (so does a test that takes LockKernel). make test runs such tests after its shared lanes,
-// one at a time, when scripts/test.sh lists them in QUIET; a test that
-// calls Quiet in a shared lane fails, naming that list, instead of
-// passing or failing by the load beside it.
+// machine to itself, as a test that takes LockKernel does. make test runs
+// such tests after its shared lanes, one at a time, when scripts/test.sh
+// lists them in QUIET_TESTS; in a shared lane Quiet fails the test
+// (notInSharedLane) instead of letting it pass or fail by the load beside
+// it.
 func Quiet(t testing.TB) {
 	t.Helper()
+	notInSharedLane(t, "judges measured figures")
+}
+
+// notInSharedLane fails a test that needs the machine to itself (what it
+// does says why) when it runs in a shared lane of make test, naming the
+// list that keeps it out of them.
+func notInSharedLane(t testing.TB, what string) {
+	t.Helper()
 	if os.Getenv(LaneEnv) == "shared" {
-		t.Fatalf("this test judges measured figures and needs the machine to itself: add it to QUIET in scripts/test.sh, which runs it after the shared lanes")
+		t.Fatalf("this test %s and needs the machine to itself: add it to QUIET_TESTS in scripts/test.sh, which runs it after the shared lanes", what)
 	}
 }

@@ -48,8 +48,8 @@ func failure(t *testing.T, lane string, mark func(testing.TB)) string {
 // else.
 func TestQuiet(t *testing.T) {
 	for name, mark := range map[string]func(testing.TB){"Quiet": Quiet, "LockKernel": LockKernel} {
-		if msg := failure(t, "shared", mark); !strings.Contains(msg, "QUIET in scripts/test.sh") {
-			t.Errorf("%s in a shared lane: %q, want a failure naming QUIET in scripts/test.sh", name, msg)
+		if msg := failure(t, "shared", mark); !strings.Contains(msg, "QUIET_TESTS in scripts/test.sh") {
+			t.Errorf("%s in a shared lane: %q, want a failure naming QUIET_TESTS in scripts/test.sh", name, msg)
 		}
 	}
 	for _, lane := range []string{"", "quiet"} {
@@ -59,7 +59,7 @@ func TestQuiet(t *testing.T) {
 	}
 }
 
-// QUIET in scripts/test.sh lists exactly the tests that call Quiet or
+// QUIET_TESTS in scripts/test.sh lists exactly the tests that call Quiet or
 // LockKernel, directly or through a helper of their package: a test
 // missing from it would fail in its shared lane, and a name in it that
 // calls neither would run alone for nothing (or not at all).
