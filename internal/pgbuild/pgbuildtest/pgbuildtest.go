@@ -32,7 +32,8 @@ const CacheEnv = "PGBENCH_TEST_BUILD_CACHE"
 // and their ccache (ccache/). Test binaries run one after another or side
 // by side: a build's prefix lock (pgbuild.LockPrefix) makes the second wait
 // for the first and then reuse its stamp, and ccache locks its own files.
-// .ci/run empties it, so CI always compiles for real once.
+// .ci/run removes the finished builds and keeps the ccache and the
+// repository, as it keeps Go's build cache.
 const DefaultCache = "/var/cache/pgbench-test/builds"
 
 // ConfigureFlags are the configure flags of every test build: no
