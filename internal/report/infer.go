@@ -220,7 +220,12 @@ var mdeCache sync.Map // [2]float64{g, nu} -> float64
 
 // mdeNoncentrality solves noncentralTPower(ncp, q, nu) = power for ncp
 // (the power grows with ncp) by the Illinois variant of regula falsi,
-// which keeps a bracket and converges in a few steps.
+// which keeps a bracket and converges in a few steps. The bracket starts
+// a unit either side of the normal approximation q + z_power, which the
+// root lies within unless nu is small (the t's heavier tail moves it up);
+// it widens by doubling steps until it holds the root. The cache misses
+// for every new level, and Holm's levels (levelFor) vary with the
+// p-values, so most comparisons solve anew.
 func mdeNoncentrality(g, nu float64) float64 {
 	key := [2]float64{g, nu}
 	if v, ok := mdeCache.Load(key); ok {
@@ -229,8 +234,35 @@ func mdeNoncentrality(g, nu float64) float64 {
 	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}.Quantile(1 - g/2)
 	s := chiScale(nu)
 	f := func(ncp float64) float64 { return noncentralTPower(ncp, q, s) - power }
-	lo, hi := 0.0, q+10
-	flo, fhi := f(lo), f(hi)
+	lo, hi, flo, fhi := mdeBracket(f, q+distuv.UnitNormal.Quantile(power))
+	x := illinois(f, lo, hi, flo, fhi)
+	mdeCache.Store(key, x)
+	return x
+}
+
+// mdeBracket is an interval [lo, hi] of ncp >= 0 around guess whose ends
+// f puts on either side of 0 (f grows with ncp and is negative at 0), and
+// f at its ends.
+func mdeBracket(f func(float64) float64, guess float64) (lo, hi, flo, fhi float64) {
+	lo, hi = max(0, guess-1), guess+1
+	flo, fhi = f(lo), f(hi)
+	for step := 1.0; flo > 0; step *= 2 {
+		hi, fhi = lo, flo
+		lo = max(0, lo-step)
+		flo = f(lo)
+	}
+	for step := 1.0; fhi < 0; step *= 2 {
+		lo, flo = hi, fhi
+		hi += step
+		fhi = f(hi)
+	}
+	return lo, hi, flo, fhi
+}
+
+// illinois finds the root of the increasing f within [lo, hi], where f is
+// flo and fhi, on either side of 0: to |f| < 1e-10 or a relative width of
+// 1e-9.
+func illinois(f func(float64) float64, lo, hi, flo, fhi float64) float64 {
 	side := 0
 	x := hi
 	for range 100 {
@@ -253,7 +285,6 @@ func mdeNoncentrality(g, nu float64) float64 {
 			side = 1
 		}
 	}
-	mdeCache.Store(key, x)
 	return x
 }
 
