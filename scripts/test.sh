@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test: every test of the module, in five shared lanes and a kernel
-# lane side by side, then the quiet lane.
+# make test: every test of the module, in five shared lanes side by side,
+# then the quiet lane.
 #
 # Most tests run real PostgreSQL servers and pgbench, but few judge the
 # figures they measure: the others check what a campaign, a build or an
@@ -8,9 +8,9 @@
 # machine as on an idle one. Those run in the shared lanes, side by side,
 # each lane one package at a time:
 #
-#   builds    internal/pgbuild (every phase of a build from the tarball,
-#             the compiler's work from the shared ccache), the provider's
-#             build tests, the small packages that start a server
+#   builds    internal/pgbuild (PostgreSQL compiled for real once, then
+#             from its ccache), the provider's build tests (from that
+#             ccache), the small packages that start a server
 #   packages  the packages that neither measure nor build
 #   hosts     the provider's host tests (on the EC2 stand-in, over SSH, on
 #             this machine), which mostly wait on Terraform and the hosts
@@ -29,21 +29,13 @@
 # (a host lock keeps measurements apart on one host; the lanes do not need
 # that), and PGBENCH_TEST_LANE=shared.
 #
-# The tests that change kernel state (testhost.LockKernel), listed in
-# KERNEL_TESTS, run in a lane of their own beside the shared lanes, one at a
-# time: a server of a shared lane that asks for huge_pages = try would take
-# pages from their pools, so the shared lanes run in a cgroup of the
-# kernel's hugetlb controller that may reserve none (such a server starts
-# without them). Where that controller cannot be had (not root, or no
-# hugetlb controller), they run after the shared lanes, alone.
-#
-# The tests that judge measured figures (testhost.Quiet, a verdict that
-# needs the machine's noise low), listed in QUIET_TESTS, run last, alone,
-# one at a time: the quiet lane.
-#
-# The lanes beside others skip the tests of both lists, and the helpers fail
-# a test in a lane it must not run in, naming the list it is missing from;
-# testhost's TestQuietListsTheQuietTests compares the lists with the tests.
+# The tests that need the machine to itself are listed in QUIET_TESTS: the
+# shared lanes skip them, and they run last, alone, one at a time. They are
+# the tests whose assertions judge measured figures (a verdict that needs
+# the machine's noise low), which call testhost.Quiet, and those that change
+# kernel state, which take testhost.LockKernel. Either helper fails a test
+# in a shared lane that is missing from QUIET_TESTS, saying so, and
+# testhost's TestQuietListsTheQuietTests compares the list with the tests.
 #
 # Each lane's output waits in a file and is printed when the lane ends, so
 # that the outputs do not interleave.
@@ -58,15 +50,15 @@ cd "$(dirname "$self")/.."
 mod=$(go list -m)
 flags=(-trimpath -count=1 -timeout 60m ${GO_TEST_FLAGS:-})
 
-# The tests that judge measured figures (testhost.Quiet): the quiet lane.
+# The tests that need the machine to itself: those that judge measured
+# figures (testhost.Quiet), then those that change kernel state
+# (testhost.LockKernel: a server of a test beside them would take huge pages
+# from their pools).
 QUIET_TESTS=(
 	TestDefaultsFindAModestSlowdown TestAAIsNoDifference
 	TestRealEffectAndRemoveData TestAdaptiveCampaign
 	TestClientBoundIsFlagged TestCountersAndProfilesExplainASeqScan
 	TestSampledRuns TestTPCCCampaign TestBisectFindsTheSlowCommit
-)
-# The tests that change kernel state (testhost.LockKernel): the kernel lane.
-KERNEL_TESTS=(
 	TestAccABBenchmarkPipeline TestAccEC2ExampleInstanceMatrix
 	TestAccEC2ExampleNumaClockSweep TestAccEC2HostLifecycle
 	TestAccEC2StockImageLogin TestAccHostLocal
@@ -79,10 +71,7 @@ KERNEL_TESTS=(
 	TestPlannedPoolStartsPostgres TestReserveImpossible TestReserveNode
 	TestReserveRelease TestTuneApplyRevertCLI
 )
-anchored() { echo "^($(IFS='|'; echo "$*"))\$"; }
-QUIET=$(anchored "${QUIET_TESTS[@]}")
-KERNEL=$(anchored "${KERNEL_TESTS[@]}")
-APART=$(anchored "${QUIET_TESTS[@]}" "${KERNEL_TESTS[@]}")
+QUIET="^($(IFS='|'; echo "${QUIET_TESTS[*]}"))\$"
 
 # The packages that neither measure nor build PostgreSQL.
 PACKAGES=(
@@ -110,14 +99,13 @@ BUILDS_NICE=-10
 
 pkg() { if [ "$1" = . ]; then echo "$mod"; else echo "$mod/$1"; fi; }
 
-# gotest runs go test in a shared lane, without the tests of the kernel
-# and quiet lanes.
+# gotest runs go test in a shared lane, without the quiet tests.
 gotest() {
-	local skip=$APART
+	local skip=$QUIET
 	local args=()
 	while [ $# -gt 0 ]; do
 		case $1 in
-		-skip) skip="$2|$APART"; shift 2 ;;
+		-skip) skip="$2|$QUIET"; shift 2 ;;
 		*) args+=("$1"); shift ;;
 		esac
 	done
@@ -161,46 +149,8 @@ lane_campaigns() {
 lane_provider() {
 	gotest "$mod/provider" -skip "$PROVIDER_HOSTS|$PROVIDER_BUILDS"
 }
-lane_kernel() {
-	go test "${flags[@]}" -p 1 -run "$KERNEL" $(calling LockKernel)
-}
-
-# calling lists the packages whose tests call the testhost function $1 (as
-# far as a helper that calls it lives in the test's own package).
-calling() {
-	local d
-	for d in $(grep -rlE --include='*_test.go' "testhost\.$1\(" . | xargs -n1 dirname | sort -u); do
-		pkg "${d#./}"
-	done
-}
-
-# no_huge_pages_cgroup makes a cgroup of the kernel's hugetlb controller
-# (cgroup v1, mounted here if no hierarchy has it) in which a process may
-# neither reserve nor fault in a huge page, and prints its directory. With
-# the reservation's limit at 0 a server's mmap of huge pages fails at once,
-# and huge_pages = try starts it without them; it fails where it cannot be
-# had (not root, no controller, a kernel without reservation limits).
-no_huge_pages_cgroup() {
-	local root=/sys/fs/cgroup/hugetlb dir f limits=0
-	[ "$(id -u)" -eq 0 ] || return 1
-	if [ ! -e "$root/cgroup.procs" ]; then
-		awk '$1 == "hugetlb" && $2 == 0 && $4 == 1 { ok = 1 } END { exit !ok }' /proc/cgroups || return 1
-		mkdir -p "$root" && mount -t cgroup -o hugetlb pgbench-test-hugetlb "$root" 2>/dev/null || return 1
-	fi
-	dir=$root/pgbench-test-shared
-	mkdir -p "$dir" || return 1
-	for f in "$dir"/hugetlb.*.rsvd.limit_in_bytes; do
-		[ -e "$f" ] || return 1
-		echo 0 >"$f" && echo 0 >"${f/.rsvd.limit/.limit}" || return 1
-		limits=$((limits + 1))
-	done
-	[ "$limits" -gt 0 ] && echo "$dir"
-}
 
 if [ "${1:-}" = --lane ]; then
-	if [ -n "${NO_HUGE_PAGES_CGROUP:-}" ]; then
-		echo $$ >"$NO_HUGE_PAGES_CGROUP/cgroup.procs" || exit 1
-	fi
 	"lane_$2"
 	exit
 fi
@@ -216,24 +166,13 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'stop_lanes; exit 130' INT
 trap 'stop_lanes; exit 143' TERM
 
-# The kernel lane runs beside the shared lanes when they can be kept from
-# huge pages; otherwise its tests run after them, alone.
-cgroup=$(no_huge_pages_cgroup) || cgroup=
-lanes=(builds packages hosts campaigns provider)
-if [ -n "$cgroup" ]; then
-	lanes+=(kernel)
-	say "the shared lanes (builds, packages, hosts, campaigns, provider) in $cgroup, without huge pages, and the kernel lane"
-else
-	say "the shared lanes: builds, packages, hosts, campaigns, provider (no hugetlb cgroup here: the kernel lane runs after them)"
-fi
-
 # Every lane is a session of its own (setsid): the scheduler's share, and
 # a process group that an interrupted make test ends.
 declare -A lane_of
-for name in "${lanes[@]}"; do
+say "the shared lanes: builds, packages, hosts, campaigns, provider"
+for name in builds packages hosts campaigns provider; do
 	mkdir -p "$tmp/lock-$name"
-	if [ "$name" = kernel ]; then lane=kernel nohuge=; else lane=shared nohuge=$cgroup; fi
-	PGBENCH_TEST_LANE=$lane NO_HUGE_PAGES_CGROUP=$nohuge PGBENCH_RUNNER_LOCK_DIR="$tmp/lock-$name" \
+	PGBENCH_TEST_LANE=shared PGBENCH_RUNNER_LOCK_DIR="$tmp/lock-$name" \
 		setsid bash "$self" --lane "$name" >"$tmp/$name.log" 2>&1 &
 	running+=($!)
 	lane_of[$!]=$name
@@ -250,11 +189,13 @@ while [ "${#running[@]}" -gt 0 ]; do
 	[ "$rc" -eq 0 ] || status=1
 done
 
-if [ -z "$cgroup" ]; then
-	say "the kernel lane: the tests that change kernel state, alone, one at a time"
-	lane_kernel || status=1
-fi
-say "the quiet lane: the tests that judge measured figures, alone, one at a time"
-go test "${flags[@]}" -p 1 -run "$QUIET" $(calling Quiet) || status=1
+# The quiet lane: the packages that hold a test in QUIET_TESTS (as far as
+# a helper that takes the kernel lock lives in the test's own package).
+quiet=()
+for d in $(grep -rlE --include='*_test.go' 'testhost\.(Quiet|LockKernel)\(' . | xargs -n1 dirname | sort -u); do
+	quiet+=("$(pkg "${d#./}")")
+done
+say "the quiet lane: the tests that need the machine to itself, one at a time"
+go test "${flags[@]}" -p 1 -run "$QUIET" "${quiet[@]}" || status=1
 say "done, status $status"
 exit "$status"

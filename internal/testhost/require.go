@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/pgbench-tf/terraform-provider-pgbench/internal/filelock"
@@ -84,16 +83,14 @@ const KernelLockPath = "/run/pgbench-test-kernel.lock"
 // there anyway, and waiting for the lock first would stall the inner loop
 // for as long as a full run elsewhere on the machine holds it.
 //
-// A test that changes kernel state cannot share the machine with just any
-// test in make test: a server that a test beside it starts takes huge pages
-// from any pool it finds (huge_pages = try), and the pool can then not be
-// given back. make test runs such tests in a lane of their own (KERNEL_TESTS
-// in scripts/test.sh), beside shared lanes that the kernel's hugetlb
-// controller keeps from huge pages, or else after them. In a shared lane
-// LockKernel fails the test (notInLane).
+// A test that changes kernel state needs the machine to itself in make
+// test, as a Quiet test does: a server that a test beside it starts takes
+// huge pages from any pool it finds (huge_pages = try), and the pool can
+// then not be given back. In a shared lane LockKernel fails the test, as
+// Quiet does (notInSharedLane).
 func LockKernel(t testing.TB) {
 	t.Helper()
-	notInLane(t, "changes kernel state (testhost.LockKernel)", "KERNEL_TESTS", LaneShared)
+	notInSharedLane(t, "changes kernel state (testhost.LockKernel)")
 	SkipShort(t, "the machine-wide kernel lock (changes kernel state)")
 	f, err := os.OpenFile(KernelLockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -139,35 +136,28 @@ func SysctlPath(name string) string {
 }
 
 // LaneEnv names the lane of make test a test process runs in
-// (scripts/test.sh): LaneShared or LaneKernel for the lanes that run side by
-// side, where other tests load the machine; unset everywhere else.
+// (scripts/test.sh): "shared" for the lanes that run side by side, where
+// other tests load the machine; unset everywhere else.
 const LaneEnv = "PGBENCH_TEST_LANE"
-
-// The lanes of make test that run side by side: the shared lanes, whose
-// tests need nothing of the machine but a share of it, and the kernel lane,
-// whose tests change kernel state (LockKernel) one at a time.
-const (
-	LaneShared = "shared"
-	LaneKernel = "kernel"
-)
 
 // Quiet marks a test whose assertions judge measured figures (a verdict
 // that needs the machine's noise low, a share of CPU time): it needs the
-// machine to itself. make test runs such tests after the lanes that run
-// side by side, one at a time, when scripts/test.sh lists them in
-// QUIET_TESTS; in a lane beside others Quiet fails the test (notInLane)
-// instead of letting it pass or fail by the load beside it.
+// machine to itself, as a test that takes LockKernel does. make test runs
+// such tests after its shared lanes, one at a time, when scripts/test.sh
+// lists them in QUIET_TESTS; in a shared lane Quiet fails the test
+// (notInSharedLane) instead of letting it pass or fail by the load beside
+// it.
 func Quiet(t testing.TB) {
 	t.Helper()
-	notInLane(t, "judges measured figures and needs the machine to itself", "QUIET_TESTS", LaneShared, LaneKernel)
+	notInSharedLane(t, "judges measured figures")
 }
 
-// notInLane fails a test (what it does says why) when it runs in one of
-// lanes of make test, naming the list of scripts/test.sh that keeps it out
-// of them.
-func notInLane(t testing.TB, what, list string, lanes ...string) {
+// notInSharedLane fails a test that needs the machine to itself (what it
+// does says why) when it runs in a shared lane of make test, naming the
+// list that keeps it out of them.
+func notInSharedLane(t testing.TB, what string) {
 	t.Helper()
-	if lane := os.Getenv(LaneEnv); lane != "" && slices.Contains(lanes, lane) {
-		t.Fatalf("this test %s, and runs in the %s lane: add it to %s in scripts/test.sh", what, lane, list)
+	if os.Getenv(LaneEnv) == "shared" {
+		t.Fatalf("this test %s and needs the machine to itself: add it to QUIET_TESTS in scripts/test.sh, which runs it after the shared lanes", what)
 	}
 }

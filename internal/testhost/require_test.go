@@ -43,20 +43,13 @@ func failure(t *testing.T, lane string, mark func(testing.TB)) string {
 	return tb.fatal
 }
 
-// A test that judges figures fails in every lane that runs beside others,
-// and a test that changes kernel state in a shared lane, each naming the
-// list it is missing from; either runs anywhere else.
+// A test that needs the machine to itself fails in a shared lane of make
+// test, naming the list it is missing from; a Quiet test runs anywhere
+// else.
 func TestQuiet(t *testing.T) {
-	for _, c := range []struct {
-		name, lane, list string
-		mark             func(testing.TB)
-	}{
-		{"Quiet", LaneShared, "QUIET_TESTS", Quiet},
-		{"Quiet", LaneKernel, "QUIET_TESTS", Quiet},
-		{"LockKernel", LaneShared, "KERNEL_TESTS", LockKernel},
-	} {
-		if msg := failure(t, c.lane, c.mark); !strings.Contains(msg, c.list+" in scripts/test.sh") {
-			t.Errorf("%s in the %s lane: %q, want a failure naming %s in scripts/test.sh", c.name, c.lane, msg, c.list)
+	for name, mark := range map[string]func(testing.TB){"Quiet": Quiet, "LockKernel": LockKernel} {
+		if msg := failure(t, "shared", mark); !strings.Contains(msg, "QUIET_TESTS in scripts/test.sh") {
+			t.Errorf("%s in a shared lane: %q, want a failure naming QUIET_TESTS in scripts/test.sh", name, msg)
 		}
 	}
 	for _, lane := range []string{"", "quiet"} {
@@ -66,46 +59,36 @@ func TestQuiet(t *testing.T) {
 	}
 }
 
-// QUIET_TESTS in scripts/test.sh lists exactly the tests that call Quiet,
-// and KERNEL_TESTS those that call LockKernel and not Quiet, directly or
-// through a helper of their package: a test missing from its list would
-// fail in its lane, and a name in a list that calls neither would run apart
-// for nothing (or not at all).
+// QUIET_TESTS in scripts/test.sh lists exactly the tests that call Quiet or
+// LockKernel, directly or through a helper of their package: a test
+// missing from it would fail in its shared lane, and a name in it that
+// calls neither would run alone for nothing (or not at all).
 func TestQuietListsTheQuietTests(t *testing.T) {
 	root := filepath.Join("..", "..")
 	script, err := os.ReadFile(filepath.Join(root, "scripts", "test.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := func(name string) []string {
-		m := regexp.MustCompile(`(?ms)^` + name + `=\(\n(.*?)^\)$`).FindSubmatch(script)
-		if m == nil {
-			t.Fatalf("scripts/test.sh has no %s=( ... ) array", name)
-		}
-		l := strings.Fields(string(m[1]))
-		slices.Sort(l)
-		return l
+	m := regexp.MustCompile(`(?ms)^QUIET_TESTS=\(\n(.*?)^\)$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatalf("scripts/test.sh has no QUIET_TESTS=( ... ) array")
 	}
-	quiet, err := callers(root, "Quiet")
+	listed := strings.Fields(string(m[1]))
+	slices.Sort(listed)
+
+	calling, err := quietTests(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kernel, err := callers(root, "LockKernel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel = slices.DeleteFunc(kernel, func(name string) bool { return slices.Contains(quiet, name) })
-	if l := listed("QUIET_TESTS"); !slices.Equal(l, quiet) {
-		t.Errorf("QUIET_TESTS in scripts/test.sh lists %v; the tests that call testhost.Quiet are %v", l, quiet)
-	}
-	if l := listed("KERNEL_TESTS"); !slices.Equal(l, kernel) {
-		t.Errorf("KERNEL_TESTS in scripts/test.sh lists %v; the tests that call testhost.LockKernel and not testhost.Quiet are %v", l, kernel)
+	if !slices.Equal(listed, calling) {
+		t.Errorf("QUIET_TESTS in scripts/test.sh lists %v; the tests that call testhost.Quiet or testhost.LockKernel are %v", listed, calling)
 	}
 }
 
-// callers lists the tests under root that call the testhost function
-// named helper, directly or through a function of their package that does.
-func callers(root, helper string) ([]string, error) {
+// quietTests lists the tests under root that call testhost.Quiet or
+// testhost.LockKernel, directly or through a function of their package
+// that does.
+func quietTests(root string) ([]string, error) {
 	type fn struct {
 		dir, name string
 		body      *ast.BlockStmt
@@ -141,7 +124,7 @@ func callers(root, helper string) ([]string, error) {
 		ast.Inspect(body, func(n ast.Node) bool {
 			switch x := n.(type) {
 			case *ast.SelectorExpr:
-				if id, ok := x.X.(*ast.Ident); ok && id.Name == "testhost" && x.Sel.Name == helper {
+				if id, ok := x.X.(*ast.Ident); ok && id.Name == "testhost" && (x.Sel.Name == "Quiet" || x.Sel.Name == "LockKernel") {
 					found = true
 				}
 			case *ast.CallExpr:
