@@ -98,6 +98,7 @@ PROVIDER_BUILDS='^TestAcc(PostgresBuild|PerfBisect)'
 BUILDS_NICE=-10
 
 pkg() { if [ "$1" = . ]; then echo "$mod"; else echo "$mod/$1"; fi; }
+pkgs() { local q; for q; do pkg "$q"; done; }
 
 # gotest runs go test in a shared lane, without the quiet tests.
 gotest() {
@@ -114,8 +115,8 @@ gotest() {
 
 # servers lists the packages no lane names: small ones that start a server.
 servers() {
-	local p q placed
-	placed=" $(for q in "${PACKAGES[@]}" $BUILDS $RUNNER $CAMPAIGN provider; do pkg "$q"; done | tr '\n' ' ') "
+	local p placed
+	placed=" $(pkgs "${PACKAGES[@]}" $BUILDS $RUNNER $CAMPAIGN provider | tr '\n' ' ') "
 	for p in $(go list ./...); do
 		case $placed in
 		*" $p "*) ;;
@@ -134,7 +135,7 @@ lane_builds() {
 	return $s
 }
 lane_packages() {
-	gotest $(for q in "${PACKAGES[@]}"; do pkg "$q"; done)
+	gotest $(pkgs "${PACKAGES[@]}")
 }
 lane_hosts() {
 	gotest "$mod/provider" -run "$PROVIDER_HOSTS" -skip "$PROVIDER_EXAMPLES"

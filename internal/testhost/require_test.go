@@ -110,8 +110,8 @@ func quietTests(root string) ([]string, error) {
 			return err
 		}
 		for _, decl := range f.Decls {
-			if d, ok := decl.(*ast.FuncDecl); ok && d.Recv == nil && d.Body != nil {
-				fns = append(fns, fn{filepath.Dir(p), d.Name.Name, d.Body})
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Body != nil {
+				fns = append(fns, fn{filepath.Dir(p), fd.Name.Name, fd.Body})
 			}
 		}
 		return nil
