@@ -59,6 +59,7 @@ QUIET_TESTS=(
 	TestRealEffectAndRemoveData TestAdaptiveCampaign
 	TestClientBoundIsFlagged TestCountersAndProfilesExplainASeqScan
 	TestSampledRuns TestTPCCCampaign TestBisectFindsTheSlowCommit
+	TestAccPerfBisectLocal
 	TestAccABBenchmarkPipeline TestAccEC2ExampleInstanceMatrix
 	TestAccEC2ExampleNumaClockSweep TestAccEC2HostLifecycle
 	TestAccEC2StockImageLogin TestAccHostLocal
