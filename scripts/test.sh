@@ -9,12 +9,14 @@
 # each lane one package at a time:
 #
 #   builds    internal/pgbuild (PostgreSQL compiled for real once, then
-#             from its ccache), the provider's build tests (from that
-#             ccache), the small packages that start a server
+#             from its ccache), the runner's bisect test, the provider's
+#             build tests (from that ccache; its bisect test reuses the
+#             runner's builds), the small packages that start a server
 #   packages  the packages that neither measure nor build
 #   hosts     the provider's host tests (on the EC2 stand-in, over SSH, on
 #             this machine), which mostly wait on Terraform and the hosts
-#   campaigns the campaign engine, the runner, the provider's examples
+#   campaigns the campaign engine, the runner's other tests, the
+#             provider's examples
 #   provider  the provider's campaign, pool and connection tests
 #
 # The compiles are the longest chain of work and the only one that does
@@ -48,7 +50,9 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$self")/.."
 
 mod=$(go list -m)
-flags=(-trimpath -count=1 -timeout 60m ${GO_TEST_FLAGS:-})
+# -vet=off: make test has run go vet over every package first, with every
+# check go test's vet would run.
+flags=(-trimpath -count=1 -timeout 60m -vet=off ${GO_TEST_FLAGS:-})
 
 # The tests that need the machine to itself: those that judge measured
 # figures (testhost.Quiet), then those that change kernel state
@@ -58,8 +62,7 @@ QUIET_TESTS=(
 	TestDefaultsFindAModestSlowdown TestAAIsNoDifference
 	TestRealEffectAndRemoveData TestAdaptiveCampaign
 	TestClientBoundIsFlagged TestCountersAndProfilesExplainASeqScan
-	TestSampledRuns TestTPCCCampaign TestBisectFindsTheSlowCommit
-	TestAccPerfBisectLocal
+	TestSampledRuns TestTPCCCampaign
 	TestAccABBenchmarkPipeline TestAccEC2ExampleInstanceMatrix
 	TestAccEC2ExampleNumaClockSweep TestAccEC2HostLifecycle
 	TestAccEC2StockImageLogin TestAccHostLocal
@@ -94,6 +97,11 @@ CAMPAIGN=internal/campaign
 PROVIDER_HOSTS='^TestAcc(EC2|Host)'
 PROVIDER_EXAMPLES='^TestAcc(EC2Example|HostDestroyRemovesAbandonedCampaign)'
 PROVIDER_BUILDS='^TestAcc(PostgresBuild|PerfBisect)'
+# The runner's bisect test runs in the builds lane before the provider's:
+# they bisect the same commits, and the provider's then reuses every build
+# (built after it, a build cut short by the provider test's create timeout
+# starts its tree over).
+RUNNER_BISECT='^TestBisectFindsTheSlowCommit$'
 # The autogroup nice of the builds lane's session: -10 weighs about 9
 # times a session at 0.
 BUILDS_NICE=-10
@@ -131,6 +139,7 @@ lane_builds() {
 	local s=0
 	if [ "$(id -u)" -eq 0 ]; then echo "$BUILDS_NICE" >/proc/self/autogroup || true; fi
 	gotest "$(pkg $BUILDS)" || s=1
+	gotest "$(pkg $RUNNER)" -run "$RUNNER_BISECT" || s=1
 	gotest "$mod/provider" -run "$PROVIDER_BUILDS" || s=1
 	gotest $(servers) || s=1
 	return $s
@@ -144,7 +153,7 @@ lane_hosts() {
 lane_campaigns() {
 	local s=0
 	gotest "$(pkg $CAMPAIGN)" || s=1
-	gotest "$(pkg $RUNNER)" || s=1
+	gotest "$(pkg $RUNNER)" -skip "$RUNNER_BISECT" || s=1
 	gotest "$mod/provider" -run "$PROVIDER_EXAMPLES" || s=1
 	return $s
 }

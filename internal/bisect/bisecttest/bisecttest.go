@@ -63,7 +63,7 @@ var edits = []edit{
 		"	Assert(queryDesc->estate == NULL);\n",
 		"	Assert(queryDesc->estate == NULL);\n\n" +
 			"	/* Spin a while before every query: a deliberate, fixed slow-down. */\n" +
-			"	{\n		volatile uint64 spin = 0;\n\n		for (int i = 0; i < 300000; i++)\n			spin += i;\n	}\n"},
+			"	{\n		volatile uint64 spin = 0;\n\n		for (int i = 0; i < 5000000; i++)\n			spin += i;\n	}\n"},
 	{"Add a note on async requests to the executor README", "src/backend/executor/README",
 		"callback or ExecAsyncRequestDone to return a result immediately.\n",
 		"callback or ExecAsyncRequestDone to return a result immediately.\n\nA node may be asked again before its request is done.\n"},
