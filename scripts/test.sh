@@ -11,10 +11,11 @@
 #   builds    internal/pgbuild (PostgreSQL compiled for real once, then
 #             from its ccache), the runner's bisect test, the provider's
 #             build tests (from that ccache; its bisect test reuses the
-#             runner's builds), the small packages that start a server
+#             runner's builds)
 #   packages  the packages that neither measure nor build
 #   hosts     the provider's host tests (on the EC2 stand-in, over SSH, on
-#             this machine), which mostly wait on Terraform and the hosts
+#             this machine), which mostly wait on Terraform and the hosts,
+#             then the small packages that start a server
 #   campaigns the campaign engine, the runner's other tests, the
 #             provider's examples
 #   provider  the provider's campaign, pool and connection tests
@@ -87,7 +88,7 @@ PACKAGES=(
 	internal/statefile internal/sysinfo internal/testhost scripts/release .
 )
 # The packages with a place of their own in a lane; every other package
-# is a small one that starts a server, in the builds lane (servers).
+# is a small one that starts a server, in the hosts lane (servers).
 BUILDS=internal/pgbuild
 RUNNER=runner
 CAMPAIGN=internal/campaign
@@ -141,14 +142,16 @@ lane_builds() {
 	gotest "$(pkg $BUILDS)" || s=1
 	gotest "$(pkg $RUNNER)" -run "$RUNNER_BISECT" || s=1
 	gotest "$mod/provider" -run "$PROVIDER_BUILDS" || s=1
-	gotest $(servers) || s=1
 	return $s
 }
 lane_packages() {
 	gotest $(pkgs "${PACKAGES[@]}")
 }
 lane_hosts() {
-	gotest "$mod/provider" -run "$PROVIDER_HOSTS" -skip "$PROVIDER_EXAMPLES"
+	local s=0
+	gotest "$mod/provider" -run "$PROVIDER_HOSTS" -skip "$PROVIDER_EXAMPLES" || s=1
+	gotest $(servers) || s=1
+	return $s
 }
 lane_campaigns() {
 	local s=0
